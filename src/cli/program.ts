@@ -1,0 +1,38 @@
+import { Command, CommanderError } from 'commander';
+import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import { ExitCode } from './output.js';
+import { VERSION } from '../version.js';
+import { COMMANDS } from './commands.js';
+
+/** Build the `contextd` command tree. Each subcommand lives in its own file under src/cli/. */
+export function buildProgram(): Command {
+  const program = new Command('contextd')
+    .description('Context-compaction sidecar for LLM agents: tails session transcripts, keeps token headroom, pushes compaction plans over a Unix socket.')
+    .version(VERSION)
+    .showHelpAfterError()
+    .exitOverride();
+  for (const register of COMMANDS) register(program);
+  return program;
+}
+
+/** Run the CLI with `argv` (as in process.argv) and resolve to the exit code. */
+export async function runCli(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv]);
+    return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.OK;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return ExitCode.OK;
+      if (err.code === 'commander.executeSubCommandAsync') return ExitCode.OK;
+      return ExitCode.USAGE;
+    }
+    if (err instanceof ContextdError) {
+      process.stderr.write(`contextd: ${err.message}\n`);
+      return err.code === ErrorCode.USAGE || err.code === ErrorCode.CONFIG_INVALID ? ExitCode.USAGE : ExitCode.RUNTIME;
+    }
+    process.stderr.write(`contextd: ${describeError(err)}\n`);
+    return ExitCode.RUNTIME;
+  }
+}
+

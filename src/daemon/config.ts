@@ -1,0 +1,134 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import { TRANSCRIPT_FORMATS } from '../ingest/types.js';
+import { defaultSocketPath, defaultStateDir, defaultWatchDirs } from './paths.js';
+
+const summarizerSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('extractive') }).strict(),
+  z
+    .object({
+      kind: z.literal('openai'),
+      baseUrl: z.string().url(),
+      model: z.string().min(1),
+      apiKeyEnv: z.string().min(1).optional(),
+      timeoutMs: z.number().int().positive().default(20_000),
+      maxTokens: z.number().int().positive().default(400),
+    })
+    .strict(),
+]);
+
+/** The config file (every field optional) — also the shape CLI flags are merged into. */
+export const configFileSchema = z
+  .object({
+    watch: z.array(z.string().min(1)).optional(),
+    socket: z.string().min(1).optional(),
+    state: z.string().min(1).optional(),
+    budgetTokens: z.number().int().positive().optional(),
+    reserveRatio: z.number().gt(0).lt(1).optional(),
+    softWatermark: z.number().gt(0).lt(1).optional(),
+    hysteresis: z.number().min(0).lt(1).optional(),
+    minPlanIntervalMs: z.number().int().min(0).optional(),
+    maxLineBytes: z.number().int().min(1024).optional(),
+    maxMessageBytes: z.number().int().min(1024).optional(),
+    idleTimeoutMs: z.number().int().positive().optional(),
+    socketGroup: z.union([z.string().min(1), z.number().int().min(0)]).nullable().optional(),
+    summarizer: summarizerSchema.optional(),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+    formats: z.record(z.string(), z.enum(TRANSCRIPT_FORMATS)).optional(),
+    encoding: z.enum(['o200k_base', 'cl100k_base']).optional(),
+  })
+  .strict();
+
+export type ConfigFile = z.infer<typeof configFileSchema>;
+export type SummarizerConfig = z.infer<typeof summarizerSchema>;
+
+/** Every daemon option resolved: defaults applied, validated, frozen. */
+export interface DaemonOptions {
+  readonly watch: readonly string[];
+  readonly socketPath: string;
+  readonly stateDir: string;
+  readonly budgetTokens: number | undefined;
+  readonly reserveRatio: number;
+  readonly softWatermark: number;
+  readonly hysteresis: number;
+  readonly minPlanIntervalMs: number;
+  readonly maxLineBytes: number;
+  readonly maxMessageBytes: number;
+  readonly idleTimeoutMs: number;
+  readonly socketGroup: string | number | undefined;
+  readonly summarizer: SummarizerConfig;
+  readonly logLevel: string;
+  readonly formats: Readonly<Record<string, (typeof TRANSCRIPT_FORMATS)[number]>>;
+  readonly encoding: 'o200k_base' | 'cl100k_base';
+}
+
+export const DEFAULTS = Object.freeze({
+  reserveRatio: 0.15,
+  softWatermark: 0.6,
+  hysteresis: 0.1,
+  minPlanIntervalMs: 5_000,
+  maxLineBytes: 8 * 1024 * 1024,
+  maxMessageBytes: 4 * 1024 * 1024,
+  idleTimeoutMs: 30 * 60 * 1000,
+  logLevel: 'info',
+});
+
+function formatIssues(error: z.ZodError, origin: string): string {
+  return error.issues
+    .map((i) => {
+      const field = i.path.length > 0 ? i.path.join('.') : '(root)';
+      return `${origin}: field "${field}": ${i.message}`;
+    })
+    .join('; ');
+}
+
+/** Read and validate a config file; errors name the file and the bad field. */
+export function loadConfigFile(path: string): ConfigFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new ContextdError(ErrorCode.CONFIG_INVALID, `cannot read config ${path}: ${describeError(err)}`, { path });
+  }
+  const parsed = configFileSchema.safeParse(raw);
+  if (!parsed.success) throw new ContextdError(ErrorCode.CONFIG_INVALID, formatIssues(parsed.error, path), { path });
+  return parsed.data;
+}
+
+/**
+ * Merge config file and CLI flags (flags win), validate once, apply defaults, freeze.
+ * `flags` uses the config file's field names.
+ */
+export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: Readonly<Record<string, string | undefined>> = process.env): DaemonOptions {
+  const defined = Object.fromEntries(Object.entries(flags).filter(([, v]) => v !== undefined));
+  const parsed = configFileSchema.safeParse({ ...file, ...defined });
+  if (!parsed.success) throw new ContextdError(ErrorCode.CONFIG_INVALID, formatIssues(parsed.error, 'options'));
+  const c = parsed.data;
+  const reserveRatio = c.reserveRatio ?? DEFAULTS.reserveRatio;
+  const softWatermark = c.softWatermark ?? DEFAULTS.softWatermark;
+  if (softWatermark >= 1 - reserveRatio) {
+    throw new ContextdError(
+      ErrorCode.CONFIG_INVALID,
+      `options: field "softWatermark" (${softWatermark}) must be below the reserve line 1 − reserveRatio (${1 - reserveRatio})`,
+    );
+  }
+  return Object.freeze({
+    watch: Object.freeze(c.watch ?? defaultWatchDirs(env)),
+    socketPath: c.socket ?? defaultSocketPath(env),
+    stateDir: c.state ?? defaultStateDir(env),
+    budgetTokens: c.budgetTokens,
+    reserveRatio,
+    softWatermark,
+    hysteresis: c.hysteresis ?? DEFAULTS.hysteresis,
+    minPlanIntervalMs: c.minPlanIntervalMs ?? DEFAULTS.minPlanIntervalMs,
+    maxLineBytes: c.maxLineBytes ?? DEFAULTS.maxLineBytes,
+    maxMessageBytes: c.maxMessageBytes ?? DEFAULTS.maxMessageBytes,
+    idleTimeoutMs: c.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+    socketGroup: c.socketGroup ?? undefined,
+    summarizer: Object.freeze(c.summarizer ?? { kind: 'extractive' as const }),
+    logLevel: c.logLevel ?? DEFAULTS.logLevel,
+    formats: Object.freeze({ ...(c.formats ?? {}) }),
+    encoding: c.encoding ?? 'o200k_base',
+  });
+}

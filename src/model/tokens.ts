@@ -1,0 +1,50 @@
+import { get_encoding, type Tiktoken, type TiktokenEncoding } from 'tiktoken';
+
+/** Counts tokens of text. Implementations must be deterministic for the same input. */
+export interface TokenCounter {
+  /** Name of the encoding, e.g. `o200k_base`. */
+  readonly encoding: string;
+  count(text: string): number;
+}
+
+/** Fixed token estimate for one image or opaque binary part (never tokenized as text). */
+export const IMAGE_TOKEN_ESTIMATE = 1_500;
+/** Per-message framing overhead in chat formats (role, separators). */
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+
+export const SUPPORTED_ENCODINGS = ['o200k_base', 'cl100k_base'] as const;
+export type EncodingName = (typeof SUPPORTED_ENCODINGS)[number];
+
+const encoders = new Map<string, Tiktoken>();
+
+function encoderFor(encoding: EncodingName): Tiktoken {
+  let enc = encoders.get(encoding);
+  if (!enc) {
+    enc = get_encoding(encoding as TiktokenEncoding);
+    encoders.set(encoding, enc);
+  }
+  return enc;
+}
+
+/**
+ * A tiktoken-backed counter. Encoders are shared per process (the WASM tables are large).
+ * Special-token text inside transcripts (e.g. `<|endoftext|>`) is counted as ordinary text.
+ */
+export function createTokenCounter(encoding: EncodingName = 'o200k_base'): TokenCounter {
+  const enc = encoderFor(encoding);
+  return {
+    encoding,
+    count(text: string): number {
+      if (text.length === 0) return 0;
+      return enc.encode_ordinary(text).length;
+    },
+  };
+}
+
+/** The tokenizer family a model name implies: GPT-4o/4.1/5/o-series use o200k; older GPT-4/3.5 cl100k. */
+export function encodingForModel(model: string | undefined): EncodingName {
+  if (!model) return 'o200k_base';
+  const m = model.toLowerCase();
+  if (/^gpt-4(?!o|\.1|\.5)|^gpt-3\.5|text-embedding-3|text-embedding-ada/.test(m)) return 'cl100k_base';
+  return 'o200k_base';
+}

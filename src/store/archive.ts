@@ -1,0 +1,88 @@
+import type { Message } from '../ingest/types.js';
+import type { Db } from './db.js';
+import { wrapStoreError } from './db.js';
+
+/** The originals a compaction edit replaced, kept so `section.recall` can return them. */
+export interface ArchivedEdit {
+  readonly handle: string;
+  readonly sessionId: string;
+  readonly planId?: string | undefined;
+  readonly editId?: string | undefined;
+  readonly reason: string;
+  readonly sectionIds: readonly string[];
+  readonly messages: readonly Message[];
+  readonly tokens: number;
+  readonly createdAt: number;
+}
+
+interface Row {
+  handle: string;
+  session_id: string;
+  plan_id: string | null;
+  edit_id: string | null;
+  reason: string;
+  section_ids: string;
+  messages: string;
+  tokens: number;
+  created_at: number;
+}
+
+/** Lossless archive of compacted originals, keyed by the handle quoted in each summary. */
+export class Archive {
+  private readonly insert;
+  private readonly byHandle;
+
+  constructor(private readonly db: Db) {
+    this.insert = db.prepare(
+      `INSERT OR REPLACE INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at)
+       VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt)`,
+    );
+    this.byHandle = db.prepare(`SELECT * FROM archive WHERE handle = ?`);
+  }
+
+  /** Store several edits atomically (one plan's worth). */
+  putMany(entries: readonly ArchivedEdit[]): void {
+    try {
+      this.db.transaction(() => {
+        for (const e of entries) {
+          this.insert.run({
+            handle: e.handle,
+            sessionId: e.sessionId,
+            planId: e.planId ?? null,
+            editId: e.editId ?? null,
+            reason: e.reason,
+            sectionIds: JSON.stringify(e.sectionIds),
+            messages: JSON.stringify(e.messages),
+            tokens: e.tokens,
+            createdAt: e.createdAt,
+          });
+        }
+      })();
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot archive compacted originals');
+    }
+  }
+
+  get(handle: string): ArchivedEdit | undefined {
+    const r = this.byHandle.get(handle) as Row | undefined;
+    if (!r) return undefined;
+    return {
+      handle: r.handle,
+      sessionId: r.session_id,
+      planId: r.plan_id ?? undefined,
+      editId: r.edit_id ?? undefined,
+      reason: r.reason,
+      sectionIds: JSON.parse(r.section_ids) as string[],
+      messages: JSON.parse(r.messages) as Message[],
+      tokens: r.tokens,
+      createdAt: r.created_at,
+    };
+  }
+
+  count(sessionId?: string): number {
+    const row = sessionId
+      ? (this.db.prepare(`SELECT COUNT(*) AS n FROM archive WHERE session_id = ?`).get(sessionId) as { n: number })
+      : (this.db.prepare(`SELECT COUNT(*) AS n FROM archive`).get() as { n: number });
+    return row.n;
+  }
+}

@@ -1,0 +1,96 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Archive, HeadroomLog, MIGRATIONS, PlanLog, openDb, type Db } from '../../src/store/index.js';
+import { ContextdError, ErrorCode } from '../../src/util/errors.js';
+
+const dirs: string[] = [];
+const dbs: Db[] = [];
+function tempDb(): { path: string; db: Db } {
+  const dir = mkdtempSync(join(tmpdir(), 'contextd-store-'));
+  dirs.push(dir);
+  const path = join(dir, 'state', 'contextd.db');
+  const db = openDb(path);
+  dbs.push(db);
+  return { path, db };
+}
+
+afterEach(() => {
+  for (const db of dbs.splice(0)) if (db.open) db.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('store', () => {
+  it('creates the schema in WAL mode and re-opening is idempotent', () => {
+    const { path, db } = tempDb();
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    const latest = Math.max(...MIGRATIONS.map((m) => m.version));
+    expect(db.pragma('user_version', { simple: true })).toBe(latest);
+    db.close();
+    const again = openDb(path);
+    dbs.push(again);
+    expect(again.pragma('user_version', { simple: true })).toBe(latest);
+    const tables = (again.prepare(`SELECT name FROM sqlite_master WHERE type='table'`).all() as { name: string }[]).map((t) => t.name);
+    expect(tables).toEqual(expect.arrayContaining(['sessions', 'headroom_samples', 'archive', 'plans']));
+  });
+
+  it('keeps the headroom log per session, oldest first, filtered by time', () => {
+    const { db } = tempDb();
+    const log = new HeadroomLog(db);
+    for (const [at, h] of [[1000, 0.9], [2000, 0.5], [3000, 0.1]] as const) {
+      log.record({ sessionId: 'a', at, tokens: Math.round((1 - h) * 1000), total: 1000, reserveRatio: 0.15, headroom: h, sections: 3, reason: 'moved' });
+    }
+    log.record({ sessionId: 'b', at: 1500, tokens: 1, total: 1000, reserveRatio: 0.15, headroom: 0.999, sections: 1, reason: 'start', file: '/x.jsonl' });
+    expect(log.list('a').map((s) => s.headroom)).toEqual([0.9, 0.5, 0.1]);
+    expect(log.list('a', 2000).map((s) => s.at)).toEqual([2000, 3000]);
+    expect(log.list('b')[0]).toMatchObject({ file: '/x.jsonl', reportedTokens: undefined, reason: 'start' });
+    expect(log.sessions().map((s) => s.sessionId)).toEqual(['a', 'b']);
+  });
+
+  it('archives originals losslessly and they survive a reopen', () => {
+    const { path, db } = tempDb();
+    const messages = [
+      { id: 'm1', role: 'assistant' as const, text: '', toolCalls: [{ id: 'c1', name: 'grep', arguments: '{"q":"x"}' }] },
+      { id: 'm2', role: 'tool' as const, text: 'line 1\nline 2 — ünïcödé ✓', toolCallId: 'c1', toolName: 'grep' },
+    ];
+    new Archive(db).putMany([{ handle: 'h_1', sessionId: 's', planId: 'p1', editId: 'e1', reason: 'redundant-tool-output', sectionIds: ['s3'], messages, tokens: 42, createdAt: 5 }]);
+    db.close();
+    const reopened = openDb(path);
+    dbs.push(reopened);
+    const got = new Archive(reopened).get('h_1');
+    expect(got?.messages).toEqual(messages);
+    expect(got).toMatchObject({ sessionId: 's', planId: 'p1', sectionIds: ['s3'], tokens: 42 });
+    expect(new Archive(reopened).get('h_missing')).toBeUndefined();
+    expect(new Archive(reopened).count('s')).toBe(1);
+  });
+
+  it('records plans and their fate', () => {
+    const { db } = tempDb();
+    const plans = new PlanLog(db);
+    plans.record({ planId: 'p1', sessionId: 's', createdAt: 1, status: 'proposed', headroomBefore: 0.1, headroomAfter: 0.3, plan: { edits: [1, 2] } });
+    plans.setStatus('p1', 'applied');
+    expect(plans.get('p1')).toMatchObject({ status: 'applied', plan: { edits: [1, 2] } });
+    expect(plans.list('s')).toHaveLength(1);
+  });
+
+  it('turns a full database into STORE_FULL and keeps earlier rows', () => {
+    const { db } = tempDb();
+    const archive = new Archive(db);
+    archive.putMany([{ handle: 'h_ok', sessionId: 's', reason: 'low-score', sectionIds: ['s1'], messages: [], tokens: 1, createdAt: 1 }]);
+    // A real SQLITE_FULL: cap the file at its current size, then write more than fits.
+    const pages = db.pragma('page_count', { simple: true }) as number;
+    db.pragma(`max_page_count = ${pages + 1}`);
+    const big = 'x'.repeat(64 * 1024);
+    let caught: unknown;
+    try {
+      archive.putMany([{ handle: 'h_big', sessionId: 's', reason: 'low-score', sectionIds: ['s2'], messages: [{ id: 'm', role: 'tool', text: big }], tokens: 1, createdAt: 2 }]);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ContextdError);
+    expect((caught as ContextdError).code).toBe(ErrorCode.STORE_FULL);
+    expect(archive.get('h_ok')).toBeDefined();
+    expect(archive.get('h_big')).toBeUndefined();
+  });
+});
