@@ -1,0 +1,212 @@
+/**
+ * Bytes → lines → JSON → normalized events, for one transcript file.
+ *
+ * `TranscriptDecoder` is the pure, incremental core shared by the live tailer and offline
+ * readers: push any chunking of a file's bytes and you get the same events and counts.
+ * A partial last line is held until its newline; blank lines are ignored; lines that are not
+ * JSON objects are counted as malformed and skipped; lines over `maxLineBytes` are counted
+ * as oversized and skipped (the framer stays in sync).
+ */
+import { createReadStream } from 'node:fs';
+import { basename } from 'node:path';
+import { LineFramer } from '../util/framer.js';
+import { ContextdError, ErrorCode } from '../util/errors.js';
+import type { LineCounts, TranscriptAdapter, TranscriptEvent, TranscriptFormat } from './types.js';
+import { createAdapter, detectFormat } from './detect.js';
+
+export const DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024;
+/** Object lines kept while the format is still unknown (replayed once it is detected). */
+const MAX_UNDETECTED_LINES = 64;
+
+/** A line the decoder skipped, for diagnostics. */
+export interface LineError {
+  readonly offset: number;
+  readonly kind: 'malformed' | 'oversized';
+  /** Length of the line in bytes (without the newline). */
+  readonly bytes: number;
+}
+
+export interface TranscriptDecoderOptions {
+  /** Fixed format; when absent it is detected from the first object line(s). */
+  readonly format?: TranscriptFormat;
+  /** Largest line parsed, in bytes (default 8 MiB). */
+  readonly maxLineBytes?: number;
+  /** File offset of the first byte that will be pushed (default 0). */
+  readonly startOffset?: number;
+  /** Called for every malformed or oversized line. */
+  readonly onLineError?: (error: LineError) => void;
+}
+
+function emptyCounts(): LineCounts {
+  return { lines: 0, malformedLines: 0, oversizedLines: 0, unknownLines: 0 };
+}
+
+const SPACE = new Set([0x20, 0x09, 0x0d, 0x0a]);
+function isBlank(bytes: Buffer): boolean {
+  for (const b of bytes) if (!SPACE.has(b)) return false;
+  return true;
+}
+
+/** Incremental decoder for one transcript file. */
+export class TranscriptDecoder {
+  readonly counts: LineCounts = emptyCounts();
+  private framer: LineFramer;
+  private adapter: TranscriptAdapter | undefined;
+  private detected: TranscriptFormat | undefined;
+  private undetected: { value: Record<string, unknown>; offset: number }[] = [];
+  private readonly options: TranscriptDecoderOptions;
+
+  constructor(options: TranscriptDecoderOptions = {}) {
+    this.options = options;
+    this.framer = new LineFramer({ maxLineBytes: options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES, startOffset: options.startOffset ?? 0 });
+    this.setFormat(options.format);
+  }
+
+  /** The file's format, once known. */
+  get format(): TranscriptFormat | undefined {
+    return this.detected;
+  }
+
+  /** Offset just past the last complete line (where a reader resumes after a restart). */
+  get committedOffset(): number {
+    return this.framer.committedOffset;
+  }
+
+  /** Bytes of the partial last line held back. */
+  get pendingBytes(): number {
+    return this.framer.pendingLength;
+  }
+
+  /** Push the next bytes of the file; returns the events of the lines they completed. */
+  push(chunk: Buffer): TranscriptEvent[] {
+    const events: TranscriptEvent[] = [];
+    for (const line of this.framer.push(chunk)) {
+      if (line.oversized) {
+        this.counts.lines++;
+        this.counts.oversizedLines++;
+        this.options.onLineError?.({ offset: line.offset, kind: 'oversized', bytes: line.length });
+        continue;
+      }
+      if (isBlank(line.bytes)) continue;
+      this.counts.lines++;
+      let value: unknown;
+      try {
+        value = JSON.parse(line.bytes.toString('utf8'));
+      } catch {
+        value = undefined;
+      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        this.counts.malformedLines++;
+        this.options.onLineError?.({ offset: line.offset, kind: 'malformed', bytes: line.length });
+        continue;
+      }
+      this.handle(value as Record<string, unknown>, line.offset, events);
+    }
+    return events;
+  }
+
+  /** Forget everything (after truncation or rotation): the next push starts at `offset`. */
+  reset(offset = 0): void {
+    this.framer = new LineFramer({ maxLineBytes: this.options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES, startOffset: offset });
+    Object.assign(this.counts, emptyCounts());
+    this.undetected = [];
+    this.detected = undefined;
+    this.adapter = undefined;
+    this.setFormat(this.options.format);
+  }
+
+  private setFormat(format: TranscriptFormat | undefined): void {
+    if (format === undefined) return;
+    this.detected = format;
+    this.adapter = createAdapter(format);
+  }
+
+  private handle(value: Record<string, unknown>, offset: number, events: TranscriptEvent[]): void {
+    if (this.adapter === undefined) {
+      const format = detectFormat(value);
+      if (format === undefined) {
+        this.undetected.push({ value, offset });
+        if (this.undetected.length > MAX_UNDETECTED_LINES) {
+          this.undetected.shift();
+          this.counts.unknownLines++;
+        }
+        return;
+      }
+      this.setFormat(format);
+      const held = this.undetected;
+      this.undetected = [];
+      for (const h of held) this.adapt(h.value, h.offset, events);
+    }
+    this.adapt(value, offset, events);
+  }
+
+  private adapt(value: Record<string, unknown>, offset: number, events: TranscriptEvent[]): void {
+    const adapter = this.adapter;
+    if (adapter === undefined) return;
+    let out: TranscriptEvent[];
+    try {
+      out = adapter.parseLine(value, offset);
+    } catch {
+      // Adapters must not throw; if one does, the line is counted and skipped.
+      out = [{ type: 'unknown', lineType: 'adapter-error' }];
+    }
+    let unknown = false;
+    for (const e of out) {
+      if (e.type === 'unknown') unknown = true;
+      events.push(e);
+    }
+    if (unknown) this.counts.unknownLines++;
+  }
+}
+
+/** Result of reading a whole transcript file. */
+export interface TranscriptFile {
+  readonly format: TranscriptFormat;
+  readonly events: TranscriptEvent[];
+  readonly counts: LineCounts;
+  readonly bytes: number;
+}
+
+export interface ReadTranscriptOptions {
+  readonly format?: TranscriptFormat;
+  readonly maxLineBytes?: number;
+  /** Stream chunk size in bytes (default 1 MiB). */
+  readonly chunkBytes?: number;
+}
+
+/**
+ * Read a whole transcript file through a decoder. A final line without a newline is parsed
+ * too (the file is complete). Throws NOTHING_READ when no line parsed as a JSON object and
+ * FORMAT_UNKNOWN when lines parsed but no format could be recognized.
+ */
+export async function readTranscriptFile(path: string, options: ReadTranscriptOptions = {}): Promise<TranscriptFile> {
+  const decoder = new TranscriptDecoder({
+    ...(options.format !== undefined ? { format: options.format } : {}),
+    ...(options.maxLineBytes !== undefined ? { maxLineBytes: options.maxLineBytes } : {}),
+  });
+  const events: TranscriptEvent[] = [];
+  let bytes = 0;
+  let lastByte = -1;
+  const stream = createReadStream(path, { highWaterMark: options.chunkBytes ?? 1024 * 1024 });
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (chunk.length > 0) lastByte = chunk[chunk.length - 1] ?? -1;
+    for (const e of decoder.push(chunk)) events.push(e);
+  }
+  if (bytes > 0 && lastByte !== 0x0a) for (const e of decoder.push(Buffer.from('\n'))) events.push(e);
+  const c = decoder.counts;
+  const parsed = c.lines - c.malformedLines - c.oversizedLines;
+  if (parsed <= 0) {
+    throw new ContextdError(ErrorCode.NOTHING_READ, `no transcript line could be parsed in ${path}`, { path, bytes, ...c });
+  }
+  if (decoder.format === undefined) {
+    throw new ContextdError(ErrorCode.FORMAT_UNKNOWN, `transcript format not recognized in ${path}`, { path, bytes, ...c });
+  }
+  return { format: decoder.format, events, counts: { ...c }, bytes };
+}
+
+/** The session id a transcript file stands for: its file name without `.jsonl`. */
+export function sessionIdForFile(path: string): string {
+  const name = basename(path);
+  return name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : name;
+}

@@ -1,0 +1,35 @@
+/**
+ * ingest: transcript formats → normalized events, and the live tailer.
+ */
+export * from './types.js';
+export { detectFormat, createAdapter } from './detect.js';
+export { createClaudeCodeAdapter, isInjectedClaudeText } from './adapters/claude-code.js';
+export { createCodexAdapter, decodeCodexOutput } from './adapters/codex.js';
+export { createOpenAIChatAdapter } from './adapters/openai-chat.js';
+export { parseTimestamp } from './adapters/common.js';
+export {
+  TranscriptDecoder,
+  readTranscriptFile,
+  sessionIdForFile,
+  DEFAULT_MAX_LINE_BYTES,
+  type LineError,
+  type TranscriptDecoderOptions,
+  type TranscriptFile,
+  type ReadTranscriptOptions,
+} from './decoder.js';
+export {
+  Tailer,
+  TAILER_STATES,
+  type TailerState,
+  type TailerEvents,
+  type TailerBatch,
+  type TailerSessionInfo,
+  type TailerReset,
+  type TailerResetReason,
+  type TailerRemoved,
+  type TailerLineError,
+  type TailerFileStats,
+  type TailerOptions,
+  type ResolvedTailerOptions,
+} from './tailer.js';
+export { resolveTailerOptions } from './tailer-options.js';

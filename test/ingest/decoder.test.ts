@@ -1,0 +1,154 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isContextdError } from '../../src/util/errors.js';
+import { readTranscriptFile, sessionIdForFile, TranscriptDecoder, type LineError, type TranscriptEvent } from '../../src/ingest/index.js';
+import { corpusJsonlFiles, corpusPath, jsonl, messages } from './helpers.js';
+
+describe('TranscriptDecoder', () => {
+  it('holds a partial last line until its newline and tracks the committed offset', () => {
+    const d = new TranscriptDecoder();
+    const line = JSON.stringify({ role: 'user', content: 'héllo' });
+    const bytes = Buffer.from(line + '\n');
+    expect(d.push(bytes.subarray(0, 10))).toEqual([]);
+    expect(d.committedOffset).toBe(0);
+    expect(d.pendingBytes).toBe(10);
+    expect(d.format).toBeUndefined();
+    const events = d.push(bytes.subarray(10));
+    expect(d.format).toBe('openai-chat');
+    expect(messages(events)).toEqual([expect.objectContaining({ id: 'L0', text: 'héllo', sourceOffset: 0 })]);
+    expect(d.committedOffset).toBe(bytes.length);
+    expect(d.counts).toEqual({ lines: 1, malformedLines: 0, oversizedLines: 0, unknownLines: 0 });
+  });
+
+  it('counts malformed, non-object, oversized and unknown lines; ignores blank lines; strips CR', () => {
+    const errors: LineError[] = [];
+    const d = new TranscriptDecoder({ maxLineBytes: 200, onLineError: (e) => errors.push(e) });
+    const big = JSON.stringify({ role: 'user', content: 'x'.repeat(500) });
+    const input = Buffer.concat([
+      Buffer.from('\n   \n'),
+      Buffer.from('{"role":"user","content":"a"}\r\n'),
+      Buffer.from('{not json\n'),
+      Buffer.from('[1,2]\n'),
+      Buffer.from('42\n'),
+      Buffer.from(big + '\n'),
+      Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x0a]),
+      Buffer.from('{"role":"narrator","content":"?"}\n'),
+      Buffer.from('{"role":"assistant","content":"b"}\n'),
+    ]);
+    const events = d.push(input);
+    expect(messages(events).map((m) => m.text)).toEqual(['a', 'b']);
+    expect(d.counts).toEqual({ lines: 8, malformedLines: 4, oversizedLines: 1, unknownLines: 1 });
+    expect(errors.map((e) => e.kind)).toEqual(['malformed', 'malformed', 'malformed', 'oversized', 'malformed']);
+    const bigOffset = input.indexOf(Buffer.from(big));
+    expect(errors[3]).toEqual({ offset: bigOffset, kind: 'oversized', bytes: big.length });
+    expect(d.committedOffset).toBe(input.length);
+  });
+
+  it('detects the format from a later line and replays the lines held before it', () => {
+    const d = new TranscriptDecoder();
+    const events = d.push(jsonl({ note: 'preamble' }, { role: 'user', content: 'x' }));
+    expect(d.format).toBe('openai-chat');
+    // The held preamble line went through the adapter too (as an unknown line).
+    expect(events[0]).toEqual({ type: 'unknown', lineType: 'no-role' });
+    expect(messages(events)).toHaveLength(1);
+    expect(d.counts.unknownLines).toBe(1);
+  });
+
+  it('honours a fixed format and starts offsets at startOffset; reset() starts over', () => {
+    const d = new TranscriptDecoder({ format: 'codex', startOffset: 1000 });
+    const events = d.push(jsonl({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'q' }] }));
+    expect(messages(events)[0]?.id).toBe('L1000');
+    expect(d.format).toBe('codex');
+    d.reset();
+    expect(d.counts.lines).toBe(0);
+    expect(d.committedOffset).toBe(0);
+    expect(messages(d.push(jsonl({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'q' }] })))[0]?.id).toBe('L0');
+  });
+});
+
+describe('readTranscriptFile', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'contextd-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('parses a final line without newline, reports bytes, and names the session', async () => {
+    const p = join(dir, 'abc-123.jsonl');
+    writeFileSync(p, '{"role":"user","content":"one"}\n{"role":"assistant","content":"two"}');
+    const r = await readTranscriptFile(p);
+    expect(r.format).toBe('openai-chat');
+    expect(messages(r.events).map((m) => m.text)).toEqual(['one', 'two']);
+    expect(r.bytes).toBe(readFileSync(p).length);
+    expect(sessionIdForFile(p)).toBe('abc-123');
+    expect(sessionIdForFile('/x/agent-a4ca.jsonl')).toBe('agent-a4ca');
+  });
+
+  it('throws NOTHING_READ when no line parses and FORMAT_UNKNOWN when none is recognised', async () => {
+    const junk = join(dir, 'junk.jsonl');
+    writeFileSync(junk, 'not json\nstill not\n');
+    await expect(readTranscriptFile(junk)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'NOTHING_READ'));
+    const empty = join(dir, 'empty.jsonl');
+    writeFileSync(empty, '');
+    await expect(readTranscriptFile(empty)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'NOTHING_READ'));
+    const foreign = join(dir, 'foreign.jsonl');
+    writeFileSync(foreign, '{"a":1}\n{"b":2}\n');
+    await expect(readTranscriptFile(foreign)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FORMAT_UNKNOWN'));
+  });
+});
+
+describe('chunking invariance (property)', () => {
+  const files = corpusJsonlFiles();
+  const decodeWhole = (bytes: Buffer) => {
+    const d = new TranscriptDecoder();
+    const events = d.push(bytes);
+    return { events, counts: { ...d.counts }, offset: d.committedOffset, format: d.format };
+  };
+
+  for (const name of files) {
+    it(`${name}: any chunking yields the same events and counts as one push`, () => {
+      const bytes = readFileSync(corpusPath(name));
+      const whole = decodeWhole(bytes);
+      expect(whole.events.length).toBeGreaterThan(0);
+      fc.assert(
+        fc.property(fc.uniqueArray(fc.integer({ min: 1, max: bytes.length - 1 }), { minLength: 1, maxLength: 60 }), (cuts) => {
+          const d = new TranscriptDecoder();
+          const events: TranscriptEvent[] = [];
+          let prev = 0;
+          for (const cut of [...cuts].sort((a, b) => a - b)) {
+            events.push(...d.push(bytes.subarray(prev, cut)));
+            prev = cut;
+          }
+          events.push(...d.push(bytes.subarray(prev)));
+          expect(events).toEqual(whole.events);
+          expect(d.counts).toEqual(whole.counts);
+          expect(d.committedOffset).toBe(whole.offset);
+          expect(d.format).toBe(whole.format);
+        }),
+        { numRuns: 5 },
+      );
+    });
+  }
+
+  it('tiny chunks (1..7 bytes) over a whole file match too', () => {
+    const name = files.find((f) => f.startsWith('claude-code') && f.includes('03eb5929')) ?? files[0] ?? '';
+    const bytes = readFileSync(corpusPath(name));
+    const whole = decodeWhole(bytes);
+    const d = new TranscriptDecoder();
+    const events: TranscriptEvent[] = [];
+    let pos = 0;
+    let step = 1;
+    while (pos < bytes.length) {
+      events.push(...d.push(bytes.subarray(pos, pos + step)));
+      pos += step;
+      step = (step % 7) + 1;
+    }
+    expect(events).toEqual(whole.events);
+    expect(d.counts).toEqual(whole.counts);
+  });
+});

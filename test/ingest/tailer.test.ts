@@ -1,0 +1,241 @@
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFile, open } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isContextdError } from '../../src/util/errors.js';
+import { readTranscriptFile, Tailer, type TailerOptions } from '../../src/ingest/index.js';
+import { corpusPath, messages } from './helpers.js';
+import { chatLine, pause, pollUntil, Recorder } from './tailer-helpers.js';
+
+let dir: string;
+const tailers: Tailer[] = [];
+
+function startTailer(options: Partial<TailerOptions> = {}): { tailer: Tailer; rec: Recorder; started: Promise<void> } {
+  const tailer = new Tailer({ paths: [dir], recheckMs: 40, ...options });
+  tailers.push(tailer);
+  const rec = new Recorder(tailer);
+  return { tailer, rec, started: tailer.start() };
+}
+
+const texts = (rec: Recorder, file: string) => rec.model(file).map((m) => m.text);
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'contextd-'));
+});
+afterEach(async () => {
+  await Promise.all(tailers.splice(0).map((t) => t.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('Tailer', () => {
+  it('reads a file created after start, written in many small pieces with lines split across writes', async () => {
+    const { rec, started, tailer } = startTailer();
+    await started;
+    expect(tailer.state).toBe('running');
+    expect(rec.of('ready')).toHaveLength(1);
+    const file = join(dir, 'live-1.jsonl');
+    const expected: string[] = [];
+    let body = '';
+    for (let i = 0; i < 40; i++) {
+      const text = `message ${i} ${'é'.repeat(i % 5)}`;
+      expected.push(text);
+      body += chatLine(i % 2 === 0 ? 'user' : 'assistant', text);
+    }
+    const bytes = Buffer.from(body);
+    // Irregular pieces: many cut mid-line and mid-UTF-8 sequence.
+    let pos = 0;
+    let step = 3;
+    while (pos < bytes.length) {
+      appendFileSync(file, bytes.subarray(pos, pos + step));
+      pos += step;
+      step = (step * 7 + 5) % 97 + 1;
+      if (pos % 5 === 0) await pause(2);
+    }
+    await rec.until(() => rec.model(file).length === 40, '40 messages');
+    expect(texts(rec, file)).toEqual(expected);
+    expect(rec.of('session', file)).toEqual([{ file, sessionId: 'live-1', format: 'openai-chat' }]);
+    // Batches tile the file: each starts where the previous ended, on line boundaries.
+    const batches = rec.of('events', file);
+    let at = 0;
+    for (const b of batches) {
+      expect(b.fromOffset).toBe(at);
+      at = b.toOffset;
+    }
+    expect(at).toBe(bytes.length);
+    const [st] = tailer.stats().filter((s) => s.file === file);
+    expect(st).toMatchObject({ offset: bytes.length, readOffset: bytes.length, live: true, counts: { lines: 40, malformedLines: 0 } });
+    expect(st?.inode).toBe(statSync(file).ino);
+  });
+
+  it('never parses a partial last line early', async () => {
+    const file = join(dir, 'partial.jsonl');
+    writeFileSync(file, chatLine('user', 'one'));
+    const { rec, started, tailer } = startTailer();
+    await started;
+    expect(texts(rec, file)).toEqual(['one']);
+    const line = chatLine('assistant', 'two');
+    appendFileSync(file, line.slice(0, 12));
+    // The tailer has read the partial piece (its read offset covers it) but emitted nothing.
+    await pollUntil(() => tailer.stats()[0]?.readOffset === statSync(file).size, 'partial bytes read');
+    expect(tailer.stats()[0]?.offset).toBe(Buffer.byteLength(chatLine('user', 'one')));
+    expect(texts(rec, file)).toEqual(['one']);
+    appendFileSync(file, line.slice(12));
+    await rec.until(() => rec.model(file).length === 2, 'second message');
+    expect(texts(rec, file)).toEqual(['one', 'two']);
+    expect(rec.of('line-error')).toEqual([]);
+  });
+
+  it('skips a 10 MB line over maxLineBytes, counts it, and stays in sync', async () => {
+    const file = join(dir, 'big.jsonl');
+    writeFileSync(file, chatLine('user', 'before'));
+    const { rec, started, tailer } = startTailer({ maxLineBytes: 8 * 1024 * 1024 });
+    await started;
+    const big = chatLine('tool', 'x'.repeat(10 * 1024 * 1024));
+    const fh = await open(file, 'a');
+    for (let i = 0; i < big.length; i += 1024 * 1024) await fh.write(big.slice(i, i + 1024 * 1024));
+    await fh.write(chatLine('assistant', 'after'));
+    await fh.close();
+    await rec.until(() => rec.model(file).length === 2, 'line after the big one');
+    expect(texts(rec, file)).toEqual(['before', 'after']);
+    expect(rec.of('line-error', file)).toEqual([{ file, sessionId: 'big', offset: Buffer.byteLength(chatLine('user', 'before')), kind: 'oversized', bytes: Buffer.byteLength(big) - 1 }]);
+    expect(tailer.stats()[0]?.counts).toMatchObject({ lines: 3, oversizedLines: 1, malformedLines: 0 });
+  });
+
+  it('counts a binary garbage line as malformed and parses the next line', async () => {
+    const { rec, started, tailer } = startTailer();
+    await started;
+    const file = join(dir, 'garbage.jsonl');
+    writeFileSync(file, chatLine('user', 'ok'));
+    await rec.until(() => rec.model(file).length === 1, 'first line');
+    appendFileSync(file, Buffer.from([0x00, 0xff, 0x13, 0x37, 0x80, 0x7b, 0x0a]));
+    appendFileSync(file, chatLine('assistant', 'still fine'));
+    await rec.until(() => rec.model(file).length === 2, 'line after garbage');
+    expect(rec.of('line-error', file)).toEqual([expect.objectContaining({ kind: 'malformed', bytes: 6 })]);
+    expect(tailer.stats()[0]?.counts.malformedLines).toBe(1);
+  });
+
+  it('resets and rebuilds when a file is rewritten smaller (truncation) or rewritten in place (hermes rewrite)', async () => {
+    const file = join(dir, '20260502_105844_797426.jsonl');
+    writeFileSync(file, chatLine('user', 'a') + chatLine('assistant', 'b') + chatLine('user', 'c'));
+    const { rec, started } = startTailer();
+    await started;
+    expect(texts(rec, file)).toEqual(['a', 'b', 'c']);
+    const inode = statSync(file).ino;
+    writeFileSync(file, chatLine('user', '[CONTEXT COMPACTION — REFERENCE ONLY] summary'));
+    expect(statSync(file).ino).toBe(inode);
+    await rec.until(() => rec.of('reset', file).length === 1 && rec.model(file).length === 1, 'reset + rebuild');
+    expect(rec.of('reset', file)).toEqual([{ file, sessionId: '20260502_105844_797426', reason: 'truncated' }]);
+    expect(rec.model(file)[0]).toMatchObject({ isSummary: true });
+    // The reset precedes the rebuilt events.
+    const resetAt = rec.log.findIndex((l) => l.name === 'reset');
+    expect(rec.log.slice(resetAt + 1).some((l) => l.name === 'events')).toBe(true);
+
+    // Same-inode rewrite to LONGER content than was read: only the bytes before the offset tell.
+    const longer = chatLine('user', 'X') + chatLine('assistant', 'rewritten and much longer than before') + chatLine('user', 'z');
+    writeFileSync(file, longer);
+    await rec.until(() => rec.of('reset', file).length === 2 && rec.model(file).length === 3, 'second reset');
+    expect(texts(rec, file)).toEqual(['X', 'rewritten and much longer than before', 'z']);
+  });
+
+  it('resets on rotation: renamed away and a new file created at the same path', async () => {
+    const file = join(dir, 'rot.jsonl');
+    writeFileSync(file, chatLine('user', 'old 1') + chatLine('assistant', 'old 2'));
+    const { rec, started } = startTailer();
+    await started;
+    expect(texts(rec, file)).toEqual(['old 1', 'old 2']);
+    renameSync(file, join(dir, 'rot.jsonl.1'));
+    writeFileSync(file, chatLine('user', 'new 1') + chatLine('assistant', 'new 2') + chatLine('user', 'new 3'));
+    await rec.until(() => rec.of('reset', file).length === 1 && rec.model(file).length === 3, 'rotation reset');
+    expect(rec.of('reset', file)).toEqual([{ file, sessionId: 'rot', reason: 'rotated' }]);
+    expect(texts(rec, file)).toEqual(['new 1', 'new 2', 'new 3']);
+    expect(rec.of('removed')).toEqual([]);
+  });
+
+  it('reports a deleted file as removed without crashing, and keeps tailing others', async () => {
+    const a = join(dir, 'a.jsonl');
+    const b = join(dir, 'b.jsonl');
+    writeFileSync(a, chatLine('user', 'a'));
+    writeFileSync(b, chatLine('user', 'b'));
+    const { rec, started, tailer } = startTailer();
+    tailer.on('error', () => undefined);
+    await started;
+    unlinkSync(a);
+    await rec.until(() => rec.of('removed').length === 1, 'removed');
+    expect(rec.of('removed')).toEqual([{ file: a, sessionId: 'a' }]);
+    expect(tailer.stats().map((s) => s.file)).toEqual([b]);
+    appendFileSync(b, chatLine('assistant', 'b2'));
+    await rec.until(() => rec.model(b).length === 2, 'b keeps going');
+  });
+
+  it('registers files outside the live window without reading them, then reads them from 0 when they change', async () => {
+    const sub = join(dir, 'nested', 'deeper');
+    mkdirSync(sub, { recursive: true });
+    const old = join(sub, 'old.jsonl');
+    writeFileSync(old, chatLine('user', 'ancient'));
+    const past = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    utimesSync(old, past, past);
+    const fresh = join(dir, 'fresh.jsonl');
+    writeFileSync(fresh, chatLine('user', 'recent'));
+    const { rec, started, tailer } = startTailer({ liveWindowMs: 30 * 60 * 1000 });
+    await started;
+    expect(rec.of('session').map((s) => s.file)).toEqual([fresh]);
+    expect(tailer.stats().find((s) => s.file === old)).toMatchObject({ live: false, offset: 0 });
+    appendFileSync(old, chatLine('assistant', 'revived'));
+    await rec.until(() => rec.model(old).length === 2, 'revived file read from 0');
+    expect(texts(rec, old)).toEqual(['ancient', 'revived']);
+  });
+
+  it('tails a real corpus transcript appended in chunks and matches the offline decode', async () => {
+    const src = corpusPath('claude-code__iansherr_claude-code-log__03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl');
+    const bytes = readFileSync(src);
+    const file = join(dir, '03eb5929.jsonl');
+    const { rec, started } = startTailer();
+    await started;
+    for (let i = 0; i < bytes.length; i += 4000) {
+      await appendFile(file, bytes.subarray(i, i + 4000));
+      if (i % 20000 === 0) await pause(3);
+    }
+    copyFileSync(src, join(dir, 'copy.jsonl.bak')); // a non-jsonl file in the tree is ignored
+    const offline = await readTranscriptFile(src);
+    const want = messages(offline.events).length;
+    await rec.until(() => rec.of('events', file).reduce((n, b) => n + messages(b.events).length, 0) === want, 'all corpus messages');
+    const live = rec.of('events', file).flatMap((b) => b.events);
+    expect(live).toEqual(offline.events);
+    expect(rec.of('session').map((s) => s.file)).toEqual([file]);
+  });
+
+  it('watches single files and applies format overrides by path prefix', async () => {
+    const file = join(dir, 'chat.log');
+    writeFileSync(file, chatLine('user', 'hi'));
+    const { rec, started } = startTailer({ paths: [file], formatOverrides: { [dir]: 'openai-chat' } });
+    await started;
+    expect(rec.of('session')).toEqual([{ file, sessionId: 'chat.log', format: 'openai-chat' }]);
+    appendFileSync(file, chatLine('assistant', 'there'));
+    await rec.until(() => rec.model(file).length === 2, 'append to single file');
+  });
+
+  it('validates options, has an explicit lifecycle and an idempotent close', async () => {
+    expect(() => new Tailer({ paths: [] })).toThrow(/paths/);
+    expect(() => new Tailer({ paths: [dir], recheckMS: 5 } as unknown as TailerOptions)).toThrow(/recheckMS/);
+    try {
+      new Tailer({ paths: [dir], maxLineBytes: -1 });
+      expect.unreachable();
+    } catch (err) {
+      expect(isContextdError(err, 'CONFIG_INVALID')).toBe(true);
+    }
+    const t = new Tailer({ paths: [dir] });
+    expect(Object.isFrozen(t.options)).toBe(true);
+    expect(t.options.recheckMs).toBe(120);
+    expect(t.options.liveWindowMs).toBe(30 * 60 * 1000);
+    expect(t.state).toBe('new');
+    await t.start();
+    await expect(t.start()).rejects.toSatisfy((e: unknown) => isContextdError(e, 'LIFECYCLE'));
+    const p1 = t.close();
+    const p2 = t.close();
+    expect(p1).toBe(p2);
+    expect(t.state).toBe('closing');
+    await p1;
+    expect(t.state).toBe('closed');
+  });
+});
