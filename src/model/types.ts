@@ -84,7 +84,14 @@ export interface Budget {
 }
 
 export interface HeadroomSnapshot {
+  /**
+   * Tokens counted against the budget: our tiktoken count of the visible transcript, or —
+   * once the agent has reported usage — that count calibrated to the agent's own figures
+   * (which also hold its system prompt and tool definitions): `offset + ratio × counted`.
+   */
   readonly tokens: number;
+  /** Our own tiktoken count of the live messages (the sum of section tokens). */
+  readonly countedTokens: number;
   readonly total: number;
   readonly reserveRatio: number;
   /** 1 − tokens/total. */

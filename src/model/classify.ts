@@ -1,0 +1,56 @@
+/**
+ * Text classifiers behind section kinds and priorities. Pure functions over strings.
+ */
+
+/**
+ * Words of short user replies that carry no new instruction ("ok", "thanks", "continue",
+ * "excellent work, thank you!", "nothing else, we are done").
+ */
+const ACK_WORDS = new Set(
+  (
+    'ok okay k kk thanks thank thx ty cheers continue go on ahead carry keep going proceed yes yep yeah yup y no nope n ' +
+    'sure great cool nice perfect good done lgtm sounds do it next please excellent awesome amazing wonderful brilliant ' +
+    'job work well fine alright right got that thats s it all for now nothing else we are were is looks love very much ' +
+    'so lot a you again'
+  ).split(' '),
+);
+/** Longest reply (in characters) still treated as an acknowledgement. */
+export const ACK_MAX_CHARS = 60;
+
+/** True for a short acknowledgement that does not start a new goal. */
+export function isAcknowledgement(text: string): boolean {
+  const t = text.trim();
+  if (t.length === 0 || t.length > ACK_MAX_CHARS) return false;
+  const ws = t.toLowerCase().split(/[^a-z]+/).filter((w) => w.length > 0);
+  return ws.length > 0 && ws.every((w) => ACK_WORDS.has(w));
+}
+
+/** Agent-written compaction notes that some adapters may not flag (hermes). */
+export function looksLikeAgentSummary(text: string): boolean {
+  return text.startsWith('[CONTEXT COMPACTION') || text.startsWith('This session is being continued from a previous conversation');
+}
+
+const TRACE_HEADER = /Traceback \(most recent call last\)|^panic: |^Exception in thread |^\s*(?:Uncaught |Unhandled )?[A-Z]\w*(?:Error|Exception)(?: \[\w+\])?: |npm ERR!|^error(?:\[E\d+\])?: /m;
+const TRACE_FRAME = /^\s+at .+[(:]\d+|^\s+File ".+", line \d+|^\s+\d+: 0x[0-9a-f]+|^goroutine \d+ \[/gm;
+
+/** True when `text` looks like an exception or stack trace (a header line, or ≥ 2 stack frames). */
+export function looksLikeStackTrace(text: string): boolean {
+  const head = text.length > 50_000 ? text.slice(0, 25_000) + text.slice(-25_000) : text;
+  if (TRACE_HEADER.test(head)) return true;
+  const frames = head.match(TRACE_FRAME);
+  return frames !== null && frames.length >= 2;
+}
+
+/**
+ * Assistant text that states a decision, plan or conclusion. A bare "I'll" is not enough
+ * (agents narrate "I'll read the file", "I'll update the todo" constantly): it must be followed
+ * by a verb of choice (use, go with, switch, replace, adopt, keep, drop, avoid, …).
+ */
+const DECISION =
+  /\b(?:i(?:['’]ve| have)? decided|we(?:['’]ve| have)? decided|decision:|the (?:fix|solution|problem|issue|cause|bug|answer|culprit) (?:is|was)|root cause|in conclusion|to summari[sz]e|conclusion:|summary:|plan:|the plan is|here['’]?s (?:the|my) plan|going forward|from now on|(?:i|we)(?:['’]ll| will| am going to| are going to) (?:use|go with|switch|replace|refactor|rewrite|migrate|adopt|stick with|proceed with|keep|drop|take|avoid|instead)\b)/i;
+
+/** True when assistant text reads as a decision, plan or conclusion. */
+export function isDecisionText(text: string): boolean {
+  const head = text.length > 20_000 ? text.slice(0, 20_000) : text;
+  return DECISION.test(head);
+}

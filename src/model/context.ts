@@ -1,0 +1,408 @@
+/**
+ * The live context of one session as entries (messages) and section records, with every
+ * index kept incrementally: token total, term statistics, tool-call pairing, density groups.
+ * Internal to the model; `SessionModel` is the public face.
+ */
+import type { Message } from '../ingest/types.js';
+import { isAcknowledgement, isDecisionText, looksLikeAgentSummary } from './classify.js';
+import { similarity } from './density.js';
+import {
+  buildEntry,
+  computeFeatures,
+  groupKeyOf,
+  projectEntry,
+  projectFragments,
+  recomputeStats,
+  type Entry,
+  type Fragment,
+  type SectionBase,
+  type SectionRec,
+} from './fragments.js';
+import { TermIndex } from './relevance.js';
+import type { TokenCounter } from './tokens.js';
+
+function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
+  rec.maxNewerRec?.argmaxOf.delete(rec);
+  rec.maxNewerRec = best;
+  rec.maxNewer = sim;
+  best?.argmaxOf.add(rec);
+}
+
+export class LiveContext {
+  /** Live entries in context order. */
+  entries: Entry[] = [];
+  readonly entryById = new Map<string, Entry>();
+  /** Message id → the summary entry that replaced it (so a truncate can still find it). */
+  readonly replacedInto = new Map<string, Entry>();
+  /** Section records in context order (may hold dead records until compactRecs()). */
+  recs: SectionRec[] = [];
+  private recsHaveDead = false;
+  readonly recById = new Map<string, SectionRec>();
+  private readonly callSections = new Map<string, SectionRec>();
+  private readonly orphans = new Map<string, SectionRec>();
+  private readonly groups = new Map<string, Set<SectionRec>>();
+  private readonly featuresDirty = new Set<SectionRec>();
+  /** Sections whose best newer match must be searched again. */
+  private readonly densityStale = new Set<SectionRec>();
+  readonly index = new TermIndex();
+  private nextSectionNo = 1;
+  private nextSeq = 1;
+  totalTokens = 0;
+  /** Sections with a seq below this belong to a turn that ended (turn-end event); 0 = open. */
+  turnEndSeq = 0;
+
+  constructor(private readonly counter: TokenCounter) {}
+
+  /** The live messages in order (split messages show only their live parts). */
+  messages(): Message[] {
+    const out: Message[] = [];
+    for (const e of this.entries) {
+      const m = projectEntry(e);
+      if (m) out.push(m);
+    }
+    return out;
+  }
+
+  /** The messages of one section; for a call split out of a multi-call message, a view with only that call. */
+  messagesOf(rec: SectionRec): Message[] {
+    const byEntry = new Map<Entry, Fragment[]>();
+    for (const f of rec.frags) {
+      const list = byEntry.get(f.entry);
+      if (list) list.push(f);
+      else byEntry.set(f.entry, [f]);
+    }
+    const out: Message[] = [];
+    for (const [entry, frags] of byEntry) {
+      out.push(frags.length === entry.frags.length ? entry.message : projectFragments(entry.message, frags));
+    }
+    return out;
+  }
+
+  /** The latest live real user instruction. */
+  goal(): SectionRec | undefined {
+    for (let i = this.recs.length - 1; i >= 0; i--) {
+      const rec = this.recs[i];
+      if (rec?.live && rec.base === 'instruction') return rec;
+    }
+    return undefined;
+  }
+
+  /**
+   * Takes `recs` out of the context and puts `message` (a summary) in their place: at the first
+   * entry they touch, or just after it when that entry keeps other live parts. Returns the
+   * summary's section record.
+   */
+  replace(recs: readonly SectionRec[], message: Message, extra: Pick<SectionRec, 'summary'>): SectionRec {
+    const doomed = new Set(recs);
+    let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
+    const firstEntry = this.entries[at];
+    if (firstEntry && firstEntry.frags.some((f) => f.section !== undefined && !doomed.has(f.section))) at++;
+    const entry = buildEntry(message, this.counter);
+    const goneEntries = new Set<Entry>();
+    for (const rec of recs) {
+      for (const f of rec.frags) {
+        f.section = undefined;
+        if (f.entry.frags.every((x) => x.section === undefined)) goneEntries.add(f.entry);
+      }
+      this.dropSection(rec);
+    }
+    const before = this.entries.slice(0, at).filter((e) => !goneEntries.has(e));
+    const after = this.entries.slice(at).filter((e) => !goneEntries.has(e));
+    this.entries = [...before, entry, ...after];
+    for (const e of goneEntries) {
+      e.live = false;
+      if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
+      this.replacedInto.set(e.message.id, entry);
+    }
+    this.entryById.set(message.id, entry);
+    const rec = this.newRec('summary', entry.frags, extra);
+    this.compactRecs();
+    // Sections stay in context order: the summary goes before the first section that starts after it.
+    const pos = new Map<Entry, number>();
+    this.entries.forEach((e, i) => pos.set(e, i));
+    const summaryPos = pos.get(entry) ?? this.entries.length;
+    let recAt = this.recs.findIndex((r) => Math.min(...r.frags.map((f) => pos.get(f.entry) ?? Infinity)) > summaryPos);
+    if (recAt < 0) recAt = this.recs.length;
+    this.recs.splice(recAt, 0, rec);
+    this.registerRec(rec);
+    return rec;
+  }
+
+  /**
+   * Computes density features of the sections changed since the last call and updates each
+   * section's highest similarity to a newer section of its group. Cost: O(group size) per
+   * changed section, plus O(group size) per section whose best match changed or left.
+   */
+  refreshDensity(): void {
+    this.compactRecs();
+    const dirty = [...this.featuresDirty].filter((r) => r.live).sort((a, b) => a.seq - b.seq);
+    this.featuresDirty.clear();
+    for (const rec of dirty) {
+      rec.features = computeFeatures(rec);
+      // Whoever matched this section best must look again (its text changed).
+      for (const x of rec.argmaxOf) this.densityStale.add(x);
+      this.densityStale.add(rec);
+    }
+    for (const rec of dirty) {
+      const group = this.groups.get(rec.groupKey);
+      if (!group || !rec.features) continue;
+      for (const older of group) {
+        if (older.seq >= rec.seq || !older.features || this.densityStale.has(older)) continue;
+        const sim = similarity(older.features, rec.features);
+        if (sim > older.maxNewer) setBest(older, rec, sim);
+      }
+    }
+    for (const rec of this.densityStale) {
+      if (!rec.live || !rec.features) continue;
+      setBest(rec, undefined, 0);
+      const group = this.groups.get(rec.groupKey);
+      if (!group) continue;
+      for (const newer of group) {
+        if (newer.seq <= rec.seq || !newer.features) continue;
+        const sim = similarity(rec.features, newer.features);
+        if (sim > rec.maxNewer) setBest(rec, newer, sim);
+      }
+    }
+    this.densityStale.clear();
+  }
+
+  /** Forgets a leaving section's density links; sections that matched it best are recomputed. */
+  private unlinkDensity(rec: SectionRec): void {
+    for (const x of rec.argmaxOf) {
+      x.maxNewerRec = undefined;
+      x.maxNewer = 0;
+      this.densityStale.add(x);
+    }
+    rec.argmaxOf.clear();
+    setBest(rec, undefined, 0);
+    this.densityStale.delete(rec);
+  }
+
+  appendMessage(message: Message): void {
+    const entry = buildEntry(message, this.counter);
+    this.entries.push(entry);
+    this.entryById.set(message.id, entry);
+
+    if (message.role === 'tool') {
+      const frag = entry.frags[0] as Fragment;
+      const callId = message.toolCallId;
+      const owner = callId !== undefined ? this.callSections.get(callId) : undefined;
+      if (owner) {
+        this.attach(owner, frag);
+        if (owner.toolName === undefined && message.toolName !== undefined) owner.toolName = message.toolName;
+        return;
+      }
+      const orphanOwner = callId !== undefined ? this.orphans.get(callId) : undefined;
+      if (orphanOwner) {
+        this.attach(orphanOwner, frag);
+        return;
+      }
+      const rec = this.newRec('orphan', [frag], {
+        ...(callId !== undefined ? { callId } : {}),
+        ...(message.toolName !== undefined ? { toolName: message.toolName } : {}),
+      });
+      this.pushRec(rec);
+      if (callId !== undefined) this.orphans.set(callId, rec);
+      return;
+    }
+
+    if (message.role === 'system') {
+      this.pushRec(this.newRec(message.isSummary ? 'summary' : 'system', entry.frags));
+      return;
+    }
+    const hasCalls = entry.frags.some((f) => f.part === 'call');
+    if (!hasCalls && (message.isSummary || looksLikeAgentSummary(message.text))) {
+      this.pushRec(this.newRec('summary', entry.frags));
+      return;
+    }
+    if (message.role === 'user') {
+      const ack = isAcknowledgement(message.text);
+      const base: SectionBase = message.injected || ack ? 'user-message' : 'instruction';
+      this.pushRec(this.newRec(base, entry.frags, { ack }));
+      return;
+    }
+
+    // Assistant: its text (or reasoning) is one section, each tool call another.
+    for (const frag of entry.frags) {
+      if (frag.part === 'call' && frag.call) {
+        const call = frag.call;
+        const orphan = this.orphans.get(call.id);
+        if (orphan?.live) {
+          // The result came first: the call adopts it.
+          this.orphans.delete(call.id);
+          const results = [...orphan.frags];
+          this.dropSection(orphan);
+          this.compactRecs();
+          const rec = this.newRec('call', [frag, ...results], { callId: call.id, toolName: call.name });
+          this.pushRec(rec);
+          this.callSections.set(call.id, rec);
+          continue;
+        }
+        const rec = this.newRec('call', [frag], { callId: call.id, toolName: call.name });
+        this.pushRec(rec);
+        this.callSections.set(call.id, rec);
+        continue;
+      }
+      const hasText = message.text.trim().length > 0;
+      const base: SectionBase = !hasText && (message.reasoning ?? '').trim().length > 0 ? 'reasoning' : 'assistant-text';
+      this.pushRec(this.newRec(base, [frag], { decision: base === 'assistant-text' && isDecisionText(message.text) }));
+    }
+  }
+
+  newRec(
+    base: SectionBase,
+    frags: Fragment[],
+    extra: Partial<Pick<SectionRec, 'callId' | 'toolName' | 'ack' | 'decision' | 'summary'>> = {},
+  ): SectionRec {
+    const rec: SectionRec = {
+      id: `s${this.nextSectionNo++}`,
+      seq: this.nextSeq++,
+      base,
+      frags: [],
+      tokens: 0,
+      stats: { tf: new Map(), length: 0 },
+      ack: false,
+      decision: false,
+      features: undefined,
+      maxNewer: 0,
+      maxNewerRec: undefined,
+      argmaxOf: new Set(),
+      groupKey: groupKeyOf(base, extra.toolName),
+      live: true,
+      ...extra,
+    };
+    for (const f of frags) {
+      f.section = rec;
+      rec.frags.push(f);
+      rec.tokens += f.tokens;
+    }
+    rec.stats = recomputeStats(rec);
+    return rec;
+  }
+
+  pushRec(rec: SectionRec): void {
+    this.recs.push(rec);
+    this.registerRec(rec);
+  }
+
+  /** Indexes a new live section: tokens, term stats, group, density features (lazily). */
+  registerRec(rec: SectionRec): void {
+    this.recById.set(rec.id, rec);
+    this.totalTokens += rec.tokens;
+    this.index.add(rec.stats);
+    let g = this.groups.get(rec.groupKey);
+    if (!g) this.groups.set(rec.groupKey, (g = new Set()));
+    g.add(rec);
+    this.featuresDirty.add(rec);
+  }
+
+  private attach(rec: SectionRec, frag: Fragment): void {
+    frag.section = rec;
+    rec.frags.push(frag);
+    rec.tokens += frag.tokens;
+    this.totalTokens += frag.tokens;
+    this.index.remove(rec.stats);
+    rec.stats = recomputeStats(rec);
+    this.index.add(rec.stats);
+    this.featuresDirty.add(rec);
+  }
+
+  /** Removes a fragment from its section (truncation); drops the section when it empties. */
+  private detach(frag: Fragment): void {
+    const rec = frag.section;
+    if (!rec) return;
+    frag.section = undefined;
+    const i = rec.frags.indexOf(frag);
+    if (i >= 0) rec.frags.splice(i, 1);
+    if (rec.frags.length === 0) {
+      rec.tokens -= frag.tokens;
+      // dropSection subtracts rec.tokens (now 0) — account for the fragment here.
+      this.totalTokens -= frag.tokens;
+      this.dropSection(rec);
+      return;
+    }
+    rec.tokens -= frag.tokens;
+    this.totalTokens -= frag.tokens;
+    this.index.remove(rec.stats);
+    rec.stats = recomputeStats(rec);
+    this.index.add(rec.stats);
+    if (frag.part === 'call' && rec.callId !== undefined && this.callSections.get(rec.callId) === rec) {
+      this.callSections.delete(rec.callId);
+      this.orphans.set(rec.callId, rec);
+      rec.base = 'orphan';
+    }
+    this.featuresDirty.add(rec);
+  }
+
+  /** Takes a section out of every index (its fragments are already detached or being replaced). */
+  dropSection(rec: SectionRec): void {
+    if (!rec.live) return;
+    rec.live = false;
+    this.recsHaveDead = true;
+    this.recById.delete(rec.id);
+    this.totalTokens -= rec.tokens;
+    this.index.remove(rec.stats);
+    const g = this.groups.get(rec.groupKey);
+    if (g) {
+      g.delete(rec);
+    }
+    this.unlinkDensity(rec);
+    this.featuresDirty.delete(rec);
+    if (rec.callId !== undefined) {
+      if (this.callSections.get(rec.callId) === rec) this.callSections.delete(rec.callId);
+      if (this.orphans.get(rec.callId) === rec) this.orphans.delete(rec.callId);
+    }
+  }
+
+  compactRecs(): void {
+    if (!this.recsHaveDead) return;
+    this.recs = this.recs.filter((r) => r.live);
+    this.recsHaveDead = false;
+  }
+
+  truncate(keepThroughId: string | null): void {
+    if (keepThroughId === null) {
+      this.clear();
+      return;
+    }
+    let keep = this.entryById.get(keepThroughId);
+    if (!keep || !keep.live) keep = this.replacedInto.get(keepThroughId);
+    if (!keep || !keep.live) return; // unknown branch point: the context is left as it is
+    const at = this.entries.lastIndexOf(keep);
+    if (at < 0) return;
+    const dropped = this.entries.slice(at + 1);
+    this.entries = this.entries.slice(0, at + 1);
+    for (const e of dropped) {
+      e.live = false;
+      if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
+      for (const f of e.frags) this.detach(f);
+    }
+    this.compactRecs();
+    // The turn at the end is open again until the next turn-end or instruction.
+    this.turnEndSeq = 0;
+  }
+
+  clear(): void {
+    for (const e of this.entries) e.live = false;
+    this.entries = [];
+    this.entryById.clear();
+    this.replacedInto.clear();
+    for (const r of this.recs) r.live = false;
+    this.recs = [];
+    this.recsHaveDead = false;
+    this.recById.clear();
+    this.callSections.clear();
+    this.orphans.clear();
+    this.groups.clear();
+    this.featuresDirty.clear();
+    this.densityStale.clear();
+    this.index.clear();
+    this.totalTokens = 0;
+    this.turnEndSeq = 0;
+  }
+
+  /** A turn ended: the sections created so far belong to a finished turn. */
+  endTurn(): void {
+    this.turnEndSeq = this.nextSeq;
+  }
+}

@@ -1,0 +1,314 @@
+/**
+ * SessionModel: the live context of one agent session as scored sections (design §4).
+ *
+ * Fed with normalized `TranscriptEvent`s. Every message is tokenized exactly once, when it
+ * arrives; the session total is maintained incrementally. Scores (kind, priority, anchor,
+ * relevance, recency, density) are recomputed lazily, only when `sections()` (or a reader of
+ * scores) is called after a change, and without tokenizer calls.
+ */
+import type { Message, SessionMeta, TranscriptEvent } from '../ingest/types.js';
+import { ContextdError, ErrorCode } from '../util/errors.js';
+import { DEFAULT_RESERVE_RATIO, resolveBudget } from './budget.js';
+import { Calibrator, type Calibration } from './calibration.js';
+import { LiveContext } from './context.js';
+import type { SectionRec } from './fragments.js';
+import { DEFAULT_HALF_LIFE_SECONDS, DEFAULT_HALF_LIFE_TURNS } from './recency.js';
+import { scoreAll, SUMMARY_ID_PREFIX } from './scoring.js';
+import { createTokenCounter, type TokenCounter } from './tokens.js';
+import type { Budget, HeadroomSnapshot, Section } from './types.js';
+
+export interface SessionModelOptions {
+  readonly sessionId: string;
+  /** Default: createTokenCounter('o200k_base'). */
+  readonly tokenCounter?: TokenCounter;
+  /** Context window override (config / CLI); wins over reported and preset windows. */
+  readonly budgetTokens?: number;
+  /** Share of the window kept free; default 0.15. */
+  readonly reserveRatio?: number;
+  /** Recency e-folding length in turns; default 8. */
+  readonly halfLifeTurns?: number;
+  /** Recency e-folding length in seconds; default 1800. */
+  readonly halfLifeSeconds?: number;
+}
+
+export interface SessionCounts {
+  /** Message events received (including those later truncated, reset or replaced). */
+  readonly messages: number;
+  readonly unknownEvents: number;
+  readonly resets: number;
+  readonly truncations: number;
+}
+
+export interface ReplacementSummary {
+  /** Summary text, written by the caller (it quotes the archive handle). */
+  readonly text: string;
+  /** Role of the summary message; default 'user'. */
+  readonly role?: 'user' | 'assistant' | 'system';
+  readonly editId: string;
+  readonly handle: string;
+  readonly reason: string;
+}
+
+function badOption(name: string, value: unknown): ContextdError {
+  return new ContextdError(ErrorCode.CONFIG_INVALID, `SessionModel option ${name} is invalid: ${String(value)}`, { option: name, value });
+}
+
+/**
+ * The live, scored context of one session.
+ *
+ * Sections: one per message, except that an assistant message with tool calls gives one
+ * section for its text (or reasoning) and one per call; a call's section also holds its
+ * result(s), paired by `toolCallId` whatever the order. Section ids (`s1`, `s2`, …) are never
+ * reused, even after a truncate or reset. Rules live next to their code: kinds, priorities and
+ * anchors in priority.ts, relevance in relevance.ts, density in density.ts, recency in
+ * recency.ts, the score in score.ts, the budget in budget.ts.
+ *
+ * Events: `message` appends (a result joins its call's section); `truncate` drops every message
+ * after `keepThroughId` (an unknown id changes nothing; `null` clears); `reset` clears the
+ * context (ids keep counting); `usage` records the agent-reported size; `meta` merges; a
+ * `turn-end` closes the turn (its last assistant text becomes its final answer); `unknown` is
+ * only counted.
+ */
+export class SessionModel {
+  readonly sessionId: string;
+  private readonly counter: TokenCounter;
+  private readonly budgetTokens: number | undefined;
+  private readonly reserveRatio: number;
+  private readonly halfLifeTurns: number;
+  private readonly halfLifeSeconds: number;
+
+  private readonly ctx: LiveContext;
+  private ver = 0;
+  /** Set when the context changed since the last scoring pass (usage/meta events do not set it). */
+  private scoreDirty = true;
+  private scored: readonly Section[] = [];
+  private scoredById = new Map<string, Section>();
+  private metaState: SessionMeta = {};
+  private reportedTokens: number | undefined;
+  private readonly calibrator = new Calibrator();
+  private lastModel: string | undefined;
+  private readonly countState = { messages: 0, unknownEvents: 0, resets: 0, truncations: 0 };
+
+  constructor(options: SessionModelOptions) {
+    if (!options.sessionId) throw badOption('sessionId', options.sessionId);
+    const { budgetTokens, reserveRatio = DEFAULT_RESERVE_RATIO } = options;
+    const { halfLifeTurns = DEFAULT_HALF_LIFE_TURNS, halfLifeSeconds = DEFAULT_HALF_LIFE_SECONDS } = options;
+    if (budgetTokens !== undefined && !(Number.isFinite(budgetTokens) && budgetTokens > 0)) throw badOption('budgetTokens', budgetTokens);
+    if (!(reserveRatio >= 0 && reserveRatio < 1)) throw badOption('reserveRatio', reserveRatio);
+    if (!(halfLifeTurns > 0)) throw badOption('halfLifeTurns', halfLifeTurns);
+    if (!(halfLifeSeconds > 0)) throw badOption('halfLifeSeconds', halfLifeSeconds);
+    this.sessionId = options.sessionId;
+    this.counter = options.tokenCounter ?? createTokenCounter('o200k_base');
+    this.budgetTokens = budgetTokens;
+    this.reserveRatio = reserveRatio;
+    this.halfLifeTurns = halfLifeTurns;
+    this.halfLifeSeconds = halfLifeSeconds;
+    this.ctx = new LiveContext(this.counter);
+  }
+
+  // ---------------------------------------------------------------- events
+
+  apply(event: TranscriptEvent): void {
+    switch (event.type) {
+      case 'message':
+        this.countState.messages++;
+        if (event.message.model) this.lastModel = event.message.model;
+        this.ctx.appendMessage(event.message);
+        break;
+      case 'usage':
+        this.reportedTokens = event.contextTokens;
+        this.calibrator.add(this.ctx.totalTokens, event.contextTokens);
+        break;
+      case 'meta':
+        this.metaState = { ...this.metaState, ...definedOnly(event.meta) };
+        break;
+      case 'truncate':
+        this.countState.truncations++;
+        this.ctx.truncate(event.keepThroughId);
+        if (event.keepThroughId === null) this.forgetReport();
+        break;
+      case 'reset':
+        this.countState.resets++;
+        this.ctx.clear();
+        this.forgetReport();
+        break;
+      case 'turn-end':
+        this.ctx.endTurn();
+        break;
+      case 'unknown':
+        this.countState.unknownEvents++;
+        return; // not a change of the context
+    }
+    if (event.type !== 'usage' && event.type !== 'meta') this.scoreDirty = true;
+    this.ver++;
+  }
+
+  applyAll(events: Iterable<TranscriptEvent>): void {
+    for (const e of events) this.apply(e);
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** Increments on every change (every applied event except `unknown`, and each replacement). */
+  get version(): number {
+    return this.ver;
+  }
+
+  /** The live context in order; contextd summaries stand where the replaced sections began. */
+  messages(): readonly Message[] {
+    return this.ctx.messages();
+  }
+
+  /** Scored sections in context order (recomputed lazily after a change). */
+  sections(): readonly Section[] {
+    this.ensureScored();
+    return this.scored;
+  }
+
+  section(id: string): Section | undefined {
+    this.ensureScored();
+    return this.scoredById.get(id);
+  }
+
+  /** The messages of one section; for a call split out of a multi-call message, a view with only that call. */
+  messagesOf(sectionId: string): readonly Message[] {
+    const rec = this.ctx.recById.get(sectionId);
+    return rec ? this.ctx.messagesOf(rec) : [];
+  }
+
+  /** Tokens of the live context; O(1). */
+  tokens(): number {
+    return this.ctx.totalTokens;
+  }
+
+  budget(): Budget {
+    return resolveBudget({
+      budgetTokens: this.budgetTokens,
+      reportedContextWindow: this.metaState.contextWindow,
+      model: this.metaState.model ?? this.lastModel,
+      reserveRatio: this.reserveRatio,
+    });
+  }
+
+  headroom(): HeadroomSnapshot {
+    const b = this.budget();
+    const counted = this.ctx.totalTokens;
+    const cal = this.calibration();
+    const tokens = cal.samples > 0 ? Math.max(0, cal.estimatedTokens) : counted;
+    return {
+      tokens,
+      countedTokens: counted,
+      total: b.total,
+      reserveRatio: b.reserveRatio,
+      headroom: 1 - tokens / b.total,
+      sections: this.ctx.recById.size,
+      ...(this.reportedTokens !== undefined ? { reportedTokens: this.reportedTokens } : {}),
+    };
+  }
+
+  /** The current goal: the latest real user instruction. */
+  goal(): { text: string; sectionId?: string } {
+    const rec = this.ctx.goal();
+    if (!rec) return { text: '' };
+    return { text: rec.frags.map((f) => f.entry.message.text).join('\n'), sectionId: rec.id };
+  }
+
+  meta(): SessionMeta {
+    const m = this.metaState;
+    return m.model === undefined && this.lastModel !== undefined ? { ...m, model: this.lastModel } : { ...m };
+  }
+
+  counts(): SessionCounts {
+    return { ...this.countState };
+  }
+
+  // ---------------------------------------------------------------- compaction
+
+  /**
+   * Applies an accepted compaction edit: the sections leave the live context and one summary
+   * section (kind 'summary', compacted: true) takes the place of the first of them. Only the
+   * summary text is tokenized. Throws ContextdError (USAGE) if the list is empty, or an id is
+   * unknown, an anchor or a pending tool call; nothing changes then.
+   */
+  replaceSections(sectionIds: readonly string[], summary: ReplacementSummary): Section {
+    this.ensureScored();
+    const ids = [...new Set(sectionIds)];
+    if (ids.length === 0) throw refuse('no sections to replace', { reason: 'empty' });
+    const recs: SectionRec[] = [];
+    for (const id of ids) {
+      const rec = this.ctx.recById.get(id);
+      const sec = this.scoredById.get(id);
+      if (!rec || !sec) throw refuse(`unknown section ${id}`, { reason: 'unknown-section', sectionId: id });
+      if (sec.pending) throw refuse(`section ${id} is a pending tool call`, { reason: 'pending', sectionId: id });
+      if (sec.anchor) throw refuse(`section ${id} is an anchor`, { reason: 'anchor', sectionId: id });
+      recs.push(rec);
+    }
+    let ts: number | undefined;
+    for (const r of recs) {
+      for (const f of r.frags) {
+        const t = f.entry.message.timestamp;
+        if (t !== undefined && (ts === undefined || t > ts)) ts = t;
+      }
+    }
+    const message: Message = {
+      id: `${SUMMARY_ID_PREFIX}${summary.editId}`,
+      role: summary.role ?? 'user',
+      text: summary.text,
+      isSummary: true,
+      ...(ts !== undefined ? { timestamp: ts } : {}),
+    };
+    const rec = this.ctx.replace(recs, message, {
+      summary: { editId: summary.editId, handle: summary.handle, reason: summary.reason },
+    });
+    this.ver++;
+    this.scoreDirty = true;
+    const created = this.section(rec.id);
+    if (!created) throw new ContextdError(ErrorCode.LIFECYCLE, 'summary section vanished');
+    return created;
+  }
+
+  /**
+   * How our count relates to what the agent reports (see calibration.ts): a fitted
+   * `reported ≈ offsetTokens + ratio × counted`, and `estimatedTokens` for the live context
+   * now. Identity (offset 0, ratio 1) until a usage event arrives; forgotten on reset.
+   */
+  calibration(): Calibration {
+    return this.calibrator.calibration(this.ctx.totalTokens);
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private forgetReport(): void {
+    this.reportedTokens = undefined;
+    this.calibrator.clear();
+  }
+
+  /** Recomputes density features of changed sections, then rescoring if anything changed. */
+  private ensureScored(): void {
+    if (!this.scoreDirty) return;
+    this.ctx.refreshDensity();
+    this.scored = Object.freeze(
+      scoreAll({
+        sessionId: this.sessionId,
+        recs: this.ctx.recs,
+        entries: this.ctx.entries,
+        index: this.ctx.index,
+        turnEndSeq: this.ctx.turnEndSeq,
+        halfLifeTurns: this.halfLifeTurns,
+        halfLifeSeconds: this.halfLifeSeconds,
+      }),
+    );
+    this.scoredById = new Map(this.scored.map((s) => [s.id, s]));
+    this.scoreDirty = false;
+  }
+}
+
+function refuse(message: string, details: Record<string, unknown>): ContextdError {
+  return new ContextdError(ErrorCode.USAGE, `replaceSections refused: ${message}`, details);
+}
+
+function definedOnly(meta: SessionMeta): SessionMeta {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(meta)) if (v !== undefined) out[k] = v;
+  return out as SessionMeta;
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import {
+  SessionModel,
+  createTokenCounter,
+  IMAGE_TOKEN_ESTIMATE,
+  MESSAGE_OVERHEAD_TOKENS,
+} from '../../src/model/index.js';
+import { call, callMsg, countingCounter, msg, prose, result, user, asst } from './helpers.js';
+
+describe('token counting', () => {
+  it('counts text + reasoning + tool call name/arguments + overhead + images', () => {
+    const enc = createTokenCounter('o200k_base');
+    const m = new SessionModel({ sessionId: 'S', tokenCounter: enc });
+    m.apply(msg({ id: 'u', role: 'user', text: 'look at this screenshot', imageCount: 2 }));
+    expect(m.tokens()).toBe(enc.count('look at this screenshot') + MESSAGE_OVERHEAD_TOKENS + 2 * IMAGE_TOKEN_ESTIMATE);
+    const t0 = m.tokens();
+    m.apply(callMsg('a', [call('c1', 'Read', '{"path":"a.ts"}'), call('c2', 'Bash', '{"cmd":"ls -la"}')], 'Reading.', { reasoning: 'need the file' }));
+    const expected =
+      enc.count('Reading.') + enc.count('need the file') + MESSAGE_OVERHEAD_TOKENS +
+      enc.count('Read') + enc.count('{"path":"a.ts"}') + enc.count('Bash') + enc.count('{"cmd":"ls -la"}');
+    expect(m.tokens() - t0).toBe(expected);
+    // Sections split the message's tokens without double counting.
+    expect(m.sections().reduce((a, s) => a + s.tokens, 0)).toBe(m.tokens());
+  });
+
+  it('tokenizes each message once: tokenizer calls per append stay constant as the session grows', () => {
+    const counter = countingCounter();
+    const m = new SessionModel({ sessionId: 'S', tokenCounter: counter });
+    m.apply(user('u0', 'Refactor the planner and keep the tests green'));
+    const perRound: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const before = counter.calls;
+      // One round: assistant text, a call, its result; then read every score.
+      m.apply(asst(`a${i}`, prose(i, 40)));
+      m.apply(callMsg(`c${i}`, [call(`k${i}`, 'Read', `{"path":"src/file${i}.ts"}`)]));
+      m.apply(result(`r${i}`, `k${i}`, prose(i + 1000, 200)));
+      m.sections();
+      m.headroom();
+      m.section('s2');
+      perRound.push(counter.calls - before);
+    }
+    // text (1) + call name and arguments (2) + result text (1) = 4 calls per round, always.
+    expect(new Set(perRound)).toEqual(new Set([4]));
+    // Reading scores never tokenizes.
+    const before = counter.calls;
+    m.sections();
+    m.goal();
+    m.messages();
+    expect(counter.calls).toBe(before);
+  });
+});
