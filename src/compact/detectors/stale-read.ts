@@ -1,0 +1,66 @@
+/**
+ * `stale-read`: a file read whose content a later read or edit of the same path supersedes.
+ * Paths come from tool arguments (Read/view/open/cat/head/sed -n …; Edit/Write/apply_patch/sed -i …).
+ */
+import { canonicalPath, samePath, toolAction } from '../toolargs.js';
+import type { Candidate, Detector, DetectorContext } from '../types.js';
+import { callsOf, isCompactable, memoMessages } from './util.js';
+
+/** Reads smaller than this are left alone. */
+export const MIN_TOKENS = 30;
+
+interface Access {
+  readonly index: number;
+  readonly sectionId: string;
+  readonly path: string;
+  readonly write: boolean;
+}
+
+function basename(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i >= 0 ? p.slice(i + 1) : p;
+}
+
+export const staleRead: Detector = {
+  name: 'stale-read',
+  detect(ctx: DetectorContext): Candidate[] {
+    const msgsOf = memoMessages(ctx);
+    const byBase = new Map<string, Access[]>();
+    const perSection: { reads: string[]; writes: string[] }[] = [];
+    ctx.sections.forEach((s, index) => {
+      const reads: string[] = [];
+      const writes: string[] = [];
+      for (const c of callsOf(msgsOf(s))) {
+        const a = toolAction(c);
+        reads.push(...a.reads.map(canonicalPath));
+        writes.push(...a.writes.map(canonicalPath));
+      }
+      perSection.push({ reads, writes });
+      for (const [list, write] of [
+        [reads, false],
+        [writes, true],
+      ] as const) {
+        for (const p of list) {
+          const b = basename(p);
+          const arr = byBase.get(b) ?? [];
+          arr.push({ index, sectionId: s.id, path: p, write });
+          byBase.set(b, arr);
+        }
+      }
+    });
+    const out: Candidate[] = [];
+    ctx.sections.forEach((s, index) => {
+      const acc = perSection[index];
+      if (!acc || acc.reads.length === 0 || acc.writes.length > 0) return;
+      if (!isCompactable(s) || s.tokens < MIN_TOKENS) return;
+      const supersededBy: string[] = [];
+      for (const p of acc.reads) {
+        const later = (byBase.get(basename(p)) ?? []).find((a) => a.index > index && samePath(a.path, p));
+        if (!later) return; // one of its paths is still current
+        supersededBy.push(later.sectionId);
+      }
+      out.push({ sectionIds: [s.id], reason: 'stale-read', detail: { paths: acc.reads, supersededBy } });
+    });
+    return out;
+  },
+};

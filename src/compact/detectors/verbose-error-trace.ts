@@ -1,0 +1,39 @@
+/**
+ * `verbose-error-trace`: a long stack trace. The summary keeps the exception line, the first
+ * frame in project code (not node_modules / site-packages / runtime internals) and the outcome.
+ */
+import { countFrames, extractErrorLines, isFrameLine, isProjectFrame } from '../text.js';
+import type { Candidate, Detector, DetectorContext } from '../types.js';
+import { isCompactable, memoMessages, textOf } from './util.js';
+
+/** A trace needs at least this many frame lines to be verbose. */
+export const MIN_FRAMES = 6;
+export const MIN_TOKENS = 80;
+
+/** The three lines worth keeping from a trace. */
+export function traceEssentials(text: string): { exception?: string; projectFrame?: string; last?: string } {
+  const lines = text.split('\n').filter((l) => l.trim().length > 0);
+  const errors = extractErrorLines(text);
+  const projectFrame = lines.find((l) => isFrameLine(l) && isProjectFrame(l))?.trim();
+  const last = [...lines].reverse().find((l) => !isFrameLine(l))?.trim();
+  return {
+    ...(errors[0] !== undefined ? { exception: errors[errors.length - 1] !== errors[0] && /Error|Exception/.test(errors[errors.length - 1] ?? '') ? errors[errors.length - 1] : errors[0] } : {}),
+    ...(projectFrame !== undefined ? { projectFrame } : {}),
+    ...(last !== undefined ? { last } : {}),
+  };
+}
+
+export const verboseErrorTrace: Detector = {
+  name: 'verbose-error-trace',
+  detect(ctx: DetectorContext): Candidate[] {
+    const msgsOf = memoMessages(ctx);
+    const out: Candidate[] = [];
+    for (const s of ctx.sections) {
+      if (!isCompactable(s) || s.tokens < MIN_TOKENS) continue;
+      const text = textOf(msgsOf(s));
+      if (countFrames(text) < MIN_FRAMES) continue;
+      out.push({ sectionIds: [s.id], reason: 'verbose-error-trace', detail: traceEssentials(text) });
+    }
+    return out;
+  },
+};

@@ -1,0 +1,331 @@
+/**
+ * The planner: from a session model to a compaction plan (design §5). Selection is sync and
+ * deterministic (see select.ts); only summarizing is async. After summarizing, every edit's
+ * summary passes the survival check (survival.ts). Plans are data; `applyPlan` hands accepted
+ * edits to the model.
+ */
+import type { Logger } from '../util/logger.js';
+import { ContextdError, ErrorCode } from '../util/errors.js';
+import type { Message } from '../ingest/types.js';
+import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from '../model/tokens.js';
+import type { ScoreFactors, Section } from '../model/types.js';
+import { runDetectors } from './detectors/index.js';
+import { textOf } from './detectors/util.js';
+import { ReferenceIndex } from './keyterms.js';
+import { buildUnits, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
+import { createExtractiveSummarizer } from './summarize/extractive.js';
+import { ensureSurvival, keyFacts } from './survival.js';
+import { fnv1a64 } from './text.js';
+import type { CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
+
+export const DEFAULT_SOFT_WATERMARK = 0.6;
+export const DEFAULT_HYSTERESIS = 0.1;
+/** At most this many selection rounds (each re-selects with more savings when summaries overshoot). */
+const MAX_ROUNDS = 4;
+const SUMMARIZE_CONCURRENCY = 4;
+
+export interface PlanOptions {
+  readonly mode: PlanMode;
+  /** Manual mode: headroom to reach (default reserve + hysteresis). */
+  readonly targetHeadroom?: number;
+  /** Manual mode alternative: token count to reach (wins over targetHeadroom). */
+  readonly targetTokens?: number;
+  /** Soft mode: share of the window used from which cruft is compacted (default 0.60). */
+  readonly softWatermark?: number;
+  /** Default: the model's budget reserveRatio. */
+  readonly reserveRatio?: number;
+  /** Default 0.10. */
+  readonly hysteresis?: number;
+  /** Default: the extractive summarizer. */
+  readonly summarizer?: Summarizer;
+  /** Clock for `createdAt` (default Date.now). */
+  readonly now?: () => number;
+  /** Prefix of edit ids (default `e_`). */
+  readonly idPrefix?: string;
+  /** Counts summary tokens (default o200k_base; use the model's counter). */
+  readonly tokenCounter?: TokenCounter;
+  /** Reuse summaries across re-plans (same sections, budget and key terms). */
+  readonly cache?: SummaryCache;
+  readonly signal?: AbortSignal;
+  readonly logger?: Logger;
+}
+
+/** A bounded map of summaries by input key, so a re-plan after one appended line is cheap. */
+export class SummaryCache {
+  private readonly map = new Map<string, string>();
+  constructor(private readonly maxEntries = 2_000) {}
+  get(key: string): string | undefined {
+    return this.map.get(key);
+  }
+  set(key: string, value: string): void {
+    if (this.map.size >= this.maxEntries) {
+      const first = this.map.keys().next();
+      if (!first.done) this.map.delete(first.value);
+    }
+    this.map.set(key, value);
+  }
+  get size(): number {
+    return this.map.size;
+  }
+}
+
+/** The archive handle of a set of sections: `h_` + 16 hex, stable for the same session and ids. */
+export function handleFor(sessionId: string, sectionIds: readonly string[]): string {
+  return `h_${fnv1a64(`${sessionId}\u0000${sectionIds.join(',')}`)}`;
+}
+
+/** Tokens the plan must reach, by mode. */
+export function targetTokensFor(model: CompactableModel, o: PlanOptions): number {
+  if (o.mode === 'manual' && o.targetTokens !== undefined) return Math.floor(o.targetTokens);
+  return toCountedTokens(model, watermarkTarget(model, o));
+}
+
+/**
+ * Watermarks are shares of the agent's real window, so a target is converted from the
+ * calibrated space (what the agent reports) to the model's own count, which edits reduce.
+ */
+export function toCountedTokens(model: CompactableModel, calibrated: number): number {
+  const c = model.calibration?.();
+  if (!c || c.samples === 0) return calibrated;
+  return Math.floor((calibrated - c.offsetTokens) / c.ratio);
+}
+
+/** The calibrated size of a context whose own count is `counted`. */
+export function toCalibratedTokens(model: CompactableModel, counted: number): number {
+  const c = model.calibration?.();
+  if (!c || c.samples === 0) return counted;
+  return Math.max(0, Math.round(c.offsetTokens + c.ratio * counted));
+}
+
+function watermarkTarget(model: CompactableModel, o: PlanOptions): number {
+  const b = model.budget();
+  const reserve = o.reserveRatio ?? b.reserveRatio;
+  const hyst = o.hysteresis ?? DEFAULT_HYSTERESIS;
+  switch (o.mode) {
+    case 'reserve':
+      return Math.floor(b.total * (1 - Math.min(0.95, reserve + hyst)));
+    case 'soft':
+      return Math.floor(b.total * (o.softWatermark ?? DEFAULT_SOFT_WATERMARK));
+    case 'manual':
+      if (o.targetTokens !== undefined) return Math.floor(o.targetTokens);
+      return Math.floor(b.total * (1 - (o.targetHeadroom ?? Math.min(0.95, reserve + hyst))));
+  }
+}
+
+function sessionIdOf(model: CompactableModel): string {
+  const s = model.sections()[0];
+  return (model as { sessionId?: string }).sessionId ?? s?.sessionId ?? 'session';
+}
+
+/** Build a detector context over a model. */
+export function detectorContext(model: CompactableModel): DetectorContext {
+  return { sections: model.sections(), messagesOf: (id) => model.messagesOf(id), goal: model.goal().text };
+}
+
+/** Plan compaction of `model` per `options`. Never mutates the model. */
+export async function planCompaction(model: CompactableModel, options: PlanOptions): Promise<Plan> {
+  const log = options.logger?.child({ component: 'compact' });
+  const counter = options.tokenCounter ?? createTokenCounter();
+  const summarizer = options.summarizer ?? createExtractiveSummarizer();
+  const sessionId = sessionIdOf(model);
+  const total = model.budget().total;
+  const tokensBefore = model.tokens();
+  const target = targetTokensFor(model, options);
+  const modelVersion = model.version;
+  const createdAt = (options.now ?? Date.now)();
+  const planId = `p_${fnv1a64(`${sessionId}|${modelVersion}|${options.mode}|${target}|${createdAt}`)}`;
+  const headroomBefore = 1 - toCalibratedTokens(model, tokensBefore) / total;
+  const empty: Plan = {
+    planId,
+    sessionId,
+    createdAt,
+    mode: options.mode,
+    headroomBefore,
+    headroomAfter: headroomBefore,
+    tokensBefore,
+    tokensAfter: tokensBefore,
+    edits: [],
+    survival: { checked: 0, missing: [], reinjected: 0 },
+    modelVersion,
+  };
+  if (tokensBefore <= target) return empty;
+
+  const ctx = detectorContext(model);
+  const units = buildUnits(ctx.sections, runDetectors(ctx), options.mode === 'soft');
+  if (units.length === 0) return empty;
+  const refs = new ReferenceIndex(model.messages(), ctx.goal);
+  const compactable = units.reduce((n, u) => n + u.section.tokens, 0);
+  const need = tokensBefore - target;
+  let ratio = compactable > need ? Math.min(0.2, Math.max(0.03, ((compactable - need) / compactable) * 0.5)) : 0.03;
+  let extra = 0;
+  let records: EditRecord[] = [];
+  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: ctx.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_' };
+  // Each round selects more (or merges harder, last) when the summaries overshot; the round
+  // that meets the target — else the one saving most — wins.
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const runs = selectRuns(units, { needTokens: need + extra, ratio, mergeAll: options.mode !== 'soft' && round === MAX_ROUNDS - 1 });
+    const built = await buildEdits(model, runs, b);
+    if (round === 0 || savedBy(built) > savedBy(records)) records = built;
+    const after = tokensBefore - savedBy(built);
+    const covered = runs.reduce((n, r) => n + r.sections.length, 0);
+    if (after <= target) {
+      records = built;
+      break;
+    }
+    if (covered >= units.length && round < MAX_ROUNDS - 2) round = MAX_ROUNDS - 2; // only merging can help now
+    extra += after - target;
+    ratio = Math.max(0.02, ratio * 0.6);
+  }
+  records = giveBack(records, tokensBefore - target, units);
+  records = await spendSlack(model, records, tokensBefore - target, b);
+  const edits = records.map((r) => r.edit);
+  const survival: SurvivalReport = {
+    checked: records.reduce((n, r) => n + r.checked, 0),
+    missing: records.flatMap((r) => r.missing.map((fact) => ({ editId: r.edit.editId, fact }))),
+    reinjected: records.reduce((n, r) => n + r.missing.length, 0),
+  };
+  const tokensAfter = tokensBefore - savedBy(records);
+  for (const e of edits) log?.debug({ planId, editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, scores: e.scores }, 'compaction edit');
+  log?.info({ planId, sessionId, mode: options.mode, edits: edits.length, tokensBefore, tokensAfter, target, survival: { checked: survival.checked, reinjected: survival.reinjected } }, 'compaction planned');
+  return { ...empty, headroomAfter: 1 - toCalibratedTokens(model, tokensAfter) / total, tokensAfter, edits, survival };
+}
+
+/** An edit with what built it and what its survival check found. */
+interface EditRecord {
+  readonly edit: Edit;
+  readonly run: SelectedRun;
+  readonly checked: number;
+  readonly missing: readonly string[];
+}
+
+function savedBy(records: readonly EditRecord[]): number {
+  return records.reduce((n, r) => n + r.edit.tokensBefore - r.edit.tokensAfter, 0);
+}
+
+/**
+ * Summaries usually come in under their estimate, so the selection overshoots. Give back the
+ * most valuable edits (highest value lost per token saved) while the target still holds.
+ */
+function giveBack(records: EditRecord[], need: number, units: readonly Unit[]): EditRecord[] {
+  let saved = savedBy(records);
+  if (saved <= need) return records;
+  const costOf = new Map<string, number>();
+  for (const u of units) costOf.set(u.section.id, REASON_DISCOUNT[u.reason] * Math.max(u.section.score, 1e-6) * u.section.tokens);
+  const ranked = records
+    .map((r, i) => ({ r, i, cost: r.edit.replaces.reduce((n, id) => n + (costOf.get(id) ?? 0), 0) / Math.max(1, r.edit.tokensBefore - r.edit.tokensAfter) }))
+    .sort((a, c) => c.cost - a.cost || c.i - a.i);
+  const dropped = new Set<EditRecord>();
+  for (const { r } of ranked) {
+    const s = r.edit.tokensBefore - r.edit.tokensAfter;
+    if (saved - s >= need) {
+      dropped.add(r);
+      saved -= s;
+    }
+  }
+  return records.filter((r) => !dropped.has(r));
+}
+
+/**
+ * When the plan lands well under its target, spend the slack on longer summaries: the
+ * largest edits are re-summarized with a bigger budget (up to half their originals) as long
+ * as the target still holds.
+ */
+async function spendSlack(model: CompactableModel, records: EditRecord[], need: number, b: BuildContext): Promise<EditRecord[]> {
+  let slack = savedBy(records) - need;
+  if (slack <= Math.max(64, need * 0.05) || records.length === 0) return records;
+  const out = [...records];
+  const order = out.map((r, i) => ({ r, i })).sort((a, c) => c.r.edit.tokensBefore - a.r.edit.tokensBefore || a.i - c.i);
+  for (const { r, i } of order) {
+    if (slack <= 64) break;
+    const room = Math.min(slack * 0.9, r.edit.tokensBefore * 0.5 - r.edit.tokensAfter);
+    if (room < 32) continue;
+    const bigger = await buildEdit(model, { ...r.run, summaryTokens: Math.floor(r.run.summaryTokens + room) }, b);
+    const grow = bigger.edit.tokensAfter - r.edit.tokensAfter;
+    if (grow > 0 && grow <= slack && bigger.edit.tokensAfter < bigger.edit.tokensBefore) {
+      out[i] = bigger;
+      slack -= grow;
+    }
+  }
+  return out;
+}
+
+interface BuildContext {
+  readonly sessionId: string;
+  readonly summarizer: Summarizer;
+  readonly counter: TokenCounter;
+  readonly refs: ReferenceIndex;
+  readonly goal: string;
+  readonly cache: SummaryCache | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly idPrefix: string;
+}
+
+async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[], b: BuildContext): Promise<EditRecord[]> {
+  const results: EditRecord[] = new Array(runs.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < runs.length) {
+      const i = next++;
+      const run = runs[i];
+      if (run) results[i] = await buildEdit(model, run, b);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));
+  // an edit that saves nothing leaves its originals in place
+  return results.filter((r) => r !== undefined && r.edit.tokensAfter < r.edit.tokensBefore);
+}
+
+async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildContext): Promise<EditRecord> {
+  const ids = run.sections.map((s) => s.id);
+  const handle = handleFor(b.sessionId, ids);
+  const editId = `${b.idPrefix}${fnv1a64(`edit\u0000${b.sessionId}\u0000${ids.join(',')}`)}`;
+  const messages: Message[] = run.sections.flatMap((s) => [...model.messagesOf(s.id)]);
+  const range = {
+    start: Math.min(...run.sections.map((s) => s.messageRange.start)),
+    end: Math.max(...run.sections.map((s) => s.messageRange.end)),
+  };
+  const text = textOf(messages);
+  const keyTerms = b.refs.keyTermsFor(text.length > 200_000 ? text.slice(0, 200_000) : text, range.end);
+  const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens };
+  const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${JSON.stringify(run.detail)}`;
+  let raw = b.cache?.get(cacheKey);
+  if (raw === undefined) {
+    raw = await b.summarizer.summarize(input, b.signal);
+    b.cache?.set(cacheKey, raw);
+  }
+  const facts = keyFacts(messages, b.refs.goalWords(), keyTerms);
+  const check = ensureSurvival(`[contextd recall ${handle}] ${raw}`, facts);
+  const role: 'user' | 'assistant' = messages.every((m) => m.role === 'user') ? 'user' : 'assistant';
+  const scores: Record<string, ScoreFactors> = {};
+  for (const s of run.sections) scores[s.id] = s.factors;
+  const edit: Edit = {
+    editId,
+    replaces: ids,
+    messageRange: range,
+    summary: { role, content: check.content },
+    tokensBefore: run.tokensBefore,
+    tokensAfter: b.counter.count(check.content) + MESSAGE_OVERHEAD_TOKENS,
+    reason: run.reason,
+    scores,
+    handle,
+  };
+  return { edit, run, checked: check.checked, missing: check.missing };
+}
+
+/**
+ * Apply accepted edits of a plan to the model (all, or those in `editIds`). Throws
+ * PLAN_EXPIRED if a replaced section is gone (the model moved on); nothing is applied then.
+ */
+export function applyPlan(model: EditableModel, plan: Plan, editIds?: readonly string[]): Section[] {
+  const wanted = editIds ? new Set(editIds) : undefined;
+  const edits = plan.edits.filter((e) => !wanted || wanted.has(e.editId));
+  for (const e of edits) {
+    for (const id of e.replaces) {
+      const s = model.section(id);
+      if (!s || s.anchor || s.pending) {
+        throw new ContextdError(ErrorCode.PLAN_EXPIRED, `plan ${plan.planId} is stale: section ${id} is no longer replaceable`, { planId: plan.planId, editId: e.editId, sectionId: id });
+      }
+    }
+  }
+  return edits.map((e) => model.replaceSections(e.replaces, { text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason }));
+}

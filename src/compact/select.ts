@@ -1,0 +1,143 @@
+/**
+ * Edit selection: synchronous and deterministic. Every compactable section is a unit with a
+ * reason (the first cruft detector that named it, else `low-score`) and a cost:
+ *
+ *   cost = discount(reason) × score × tokens / saved,   saved = tokens − estimated summary tokens
+ *
+ * i.e. the value lost (score × tokens, discounted when a detector shows the content is
+ * redundant, stale, a trace or an abandoned path) per token saved. Units are taken cheapest
+ * first (ties: older first) until the target is met; sections of the newest turn are only
+ * taken when older ones do not suffice. Adjacent selected sections with the same reason
+ * merge into one edit (one summary); pointer reasons (redundant-tool-output, stale-read,
+ * verbose-error-trace) stay one edit per section.
+ */
+import type { Section } from '../model/types.js';
+import { isCompactable } from './detectors/util.js';
+import type { Candidate, EditReason } from './types.js';
+
+/** Share of a section's value lost when a detector shows it is cruft (lower compacts first). */
+export const REASON_DISCOUNT: Readonly<Record<EditReason, number>> = {
+  'redundant-tool-output': 0.1,
+  'stale-read': 0.15,
+  'verbose-error-trace': 0.3,
+  'superseded-reasoning': 0.35,
+  'low-score': 1,
+};
+
+/** Summaries never get fewer tokens than this (header + handle + a few facts). */
+export const MIN_SUMMARY_TOKENS = 48;
+/** Nor more than this per edit. */
+export const MAX_SUMMARY_TOKENS = 1_500;
+
+const POINTER_REASONS = new Set<EditReason>(['redundant-tool-output', 'stale-read', 'verbose-error-trace']);
+
+export interface Unit {
+  readonly section: Section;
+  readonly index: number;
+  readonly reason: EditReason;
+  readonly detail: Readonly<Record<string, unknown>>;
+  /** Candidate group (superseded-reasoning runs merge only within their candidate). */
+  readonly group: number;
+}
+
+export interface SelectedRun {
+  readonly sections: readonly Section[];
+  readonly reason: EditReason;
+  readonly detail: Readonly<Record<string, unknown>>;
+  readonly tokensBefore: number;
+  /** Summary budget (tokens) for this run. */
+  readonly summaryTokens: number;
+}
+
+/** Estimated summary size of `tokens` tokens of originals at compression ratio `ratio`. */
+export function summaryBudget(tokens: number, ratio: number, reason: EditReason): number {
+  const base = POINTER_REASONS.has(reason) ? Math.min(tokens * ratio, 160) : tokens * ratio;
+  return Math.round(Math.min(MAX_SUMMARY_TOKENS, Math.max(MIN_SUMMARY_TOKENS, base)));
+}
+
+/** Units from candidates: the first candidate naming a section wins; others fall to low-score. */
+export function buildUnits(sections: readonly Section[], candidates: readonly Candidate[], cruftOnly: boolean): Unit[] {
+  const byId = new Map<string, { reason: EditReason; detail: Readonly<Record<string, unknown>>; group: number }>();
+  candidates.forEach((c, gi) => {
+    for (const id of c.sectionIds) if (!byId.has(id) && c.reason !== 'low-score') byId.set(id, { reason: c.reason, detail: c.detail, group: gi + 1 });
+  });
+  const units: Unit[] = [];
+  sections.forEach((s, index) => {
+    if (!isCompactable(s)) return;
+    const c = byId.get(s.id);
+    if (c) units.push({ section: s, index, ...c });
+    else if (!cruftOnly) units.push({ section: s, index, reason: 'low-score', detail: { score: s.score }, group: 0 });
+  });
+  return units;
+}
+
+/** Value lost per token saved. */
+export function unitCost(u: Unit, ratio: number): number {
+  const saved = u.section.tokens - summaryBudget(u.section.tokens, ratio, u.reason);
+  if (saved <= 0) return Number.POSITIVE_INFINITY;
+  return (REASON_DISCOUNT[u.reason] * Math.max(u.section.score, 1e-6) * u.section.tokens) / saved;
+}
+
+export interface SelectOptions {
+  /** Tokens to save (before summaries are counted back in). */
+  readonly needTokens: number;
+  /** Summary compression ratio (summary tokens / original tokens). */
+  readonly ratio: number;
+  /** Max tokens of one edit's originals in soft mode ("small edits"); undefined = no cap. */
+  readonly maxEditTokens?: number;
+  /** Under pressure: merge every adjacent chosen section, whatever its reason (fewer summary headers). */
+  readonly mergeAll?: boolean;
+}
+
+/** Pick units and merge them into runs. Deterministic for the same input. */
+export function selectRuns(units: readonly Unit[], opts: SelectOptions): SelectedRun[] {
+  const newestTurn = units.reduce((t, u) => Math.max(t, u.section.recency.turn), 0);
+  const ranked = units
+    .map((u) => ({ u, cost: unitCost(u, opts.ratio), recent: u.section.recency.turn >= newestTurn }))
+    .filter((x) => Number.isFinite(x.cost) && (opts.maxEditTokens === undefined || x.u.section.tokens <= opts.maxEditTokens))
+    .sort((a, b) => Number(a.recent) - Number(b.recent) || a.cost - b.cost || a.u.index - b.u.index);
+  const chosen: Unit[] = [];
+  let saved = 0;
+  for (const { u } of ranked) {
+    if (saved >= opts.needTokens) break;
+    chosen.push(u);
+    saved += u.section.tokens - summaryBudget(u.section.tokens, opts.ratio, u.reason);
+  }
+  // small low-score sections next to a chosen low-score run ride along (too small alone)
+  const chosenIdx = new Map(chosen.filter((u) => u.reason === 'low-score').map((u) => [u.index, u]));
+  for (const pass of [1, -1]) {
+    const ordered = [...units].sort((a, b) => pass * (a.index - b.index));
+    for (const u of ordered) {
+      if (u.reason !== 'low-score' || chosenIdx.has(u.index) || u.section.tokens >= 2 * MIN_SUMMARY_TOKENS) continue;
+      if (opts.maxEditTokens !== undefined && u.section.tokens > opts.maxEditTokens) continue;
+      if (chosenIdx.has(u.index - pass)) {
+        chosenIdx.set(u.index, u);
+        chosen.push(u);
+      }
+    }
+  }
+  chosen.sort((a, b) => a.index - b.index);
+  const runs: Unit[][] = [];
+  for (const u of chosen) {
+    const last = runs[runs.length - 1];
+    const prev = last?.[last.length - 1];
+    const mergeable =
+      prev !== undefined &&
+      prev.index === u.index - 1 &&
+      (opts.mergeAll === true || (prev.reason === u.reason && !POINTER_REASONS.has(u.reason) && prev.group === u.group));
+    if (last && mergeable) last.push(u);
+    else runs.push([u]);
+  }
+  return runs.map((run) => {
+    const first = run[0] as Unit;
+    const tokensBefore = run.reduce((n, u) => n + u.section.tokens, 0);
+    const mixed = run.some((u) => u.reason !== first.reason || u.group !== first.group);
+    return {
+      sections: run.map((u) => u.section),
+      reason: mixed ? 'low-score' : first.reason,
+      detail: mixed ? { merged: run.map((u) => u.reason) } : first.detail,
+      tokensBefore,
+      summaryTokens: summaryBudget(tokensBefore, opts.ratio, mixed ? 'low-score' : first.reason),
+    };
+  });
+}

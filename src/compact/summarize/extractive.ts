@@ -1,0 +1,186 @@
+/**
+ * The deterministic extractive summarizer (default; no network). It keeps, in order of
+ * priority: constraints and instructions the user gave, exception / error lines (with the
+ * first project frame of a trace), facts that later turns mention (`keyTerms`), commands run
+ * and their outcome, file paths read or edited, config values (`key=value`, `key: value`),
+ * URLs, identifiers, and the conclusion (last sentences) of the assistant's reasoning.
+ * Output is bounded by `maxTokens` (≈ 3.5 chars per token).
+ */
+import type { Message } from '../../ingest/types.js';
+import { traceEssentials } from '../detectors/verbose-error-trace.js';
+import {
+  clip,
+  countFrames,
+  extractConfigValues,
+  extractConstraints,
+  extractErrorLines,
+  extractIdentifiers,
+  extractPaths,
+  extractUrls,
+  lastSentences,
+  sentences,
+} from '../text.js';
+import { toolAction } from '../toolargs.js';
+import { finalErrorLine } from '../survival.js';
+import type { Summarizer, SummarizeInput } from '../types.js';
+
+export const DEFAULT_SUMMARY_TOKENS = 300;
+export const CHARS_PER_TOKEN = 3.5;
+
+/** Groups in the order they are printed. */
+const GROUPS = ['pointer', 'user', 'errors', 'ran', 'paths', 'values', 'refs', 'conclusion'] as const;
+type Group = (typeof GROUPS)[number];
+const LABEL: Record<Group, string> = {
+  pointer: '',
+  user: 'User said',
+  errors: 'Errors',
+  ran: 'Ran',
+  paths: 'Paths',
+  values: 'Values',
+  refs: 'Refs',
+  conclusion: 'Conclusion',
+};
+
+interface Fact {
+  readonly group: Group;
+  readonly text: string;
+  /** Higher is kept first. */
+  readonly priority: number;
+  /** Position in the input, for stable ordering. */
+  readonly pos: number;
+}
+
+/** Collect candidate facts of one summarize input. */
+export function collectFacts(input: SummarizeInput): Fact[] {
+  const facts: Fact[] = [];
+  const terms = new Set((input.keyTerms ?? []).map((t) => t.toLowerCase()));
+  const mentioned = (t: string): boolean => {
+    if (terms.size === 0) return false;
+    for (const m of t.toLowerCase().matchAll(/[a-z_$][\w$.-]{3,60}/g)) if (terms.has(m[0].replace(/[.-]+$/, ''))) return true;
+    return false;
+  };
+  let pos = 0;
+  const add = (group: Group, text: string, priority: number): void => {
+    const t = text.trim();
+    if (t.length === 0) return;
+    facts.push({ group, text: t, priority: priority + (mentioned(t) ? 40 : 0), pos: pos++ });
+  };
+  const d = input.detail ?? {};
+  if (input.reason === 'redundant-tool-output' && typeof d['newer'] === 'string') {
+    const except = Array.isArray(d['except']) ? (d['except'] as unknown[]).filter((x): x is string => typeof x === 'string') : [];
+    add('pointer', `Same output as newer section ${d['newer']}${except.length ? ' except:' : '.'}`, 100);
+    for (const e of except) add('pointer', `  ${clip(e, 160)}`, 55);
+  }
+  if (input.reason === 'stale-read' && Array.isArray(d['paths'])) {
+    add('pointer', `Earlier read of ${(d['paths'] as unknown[]).join(', ')}; superseded by a later read or edit (${(d['supersededBy'] as unknown[] | undefined)?.join(', ') ?? ''}).`, 100);
+  }
+  const lastAssistant = [...input.messages].reverse().find((m) => m.role === 'assistant' && m.text.trim().length > 0);
+  for (const m of input.messages) messageFacts(m, add, m === lastAssistant, mentioned);
+  return facts;
+}
+
+function messageFacts(m: Message, add: (g: Group, t: string, p: number) => void, isLastAssistant: boolean, mentioned: (t: string) => boolean): void {
+  const text = m.text ?? '';
+  if (m.role === 'user' || m.role === 'system') {
+    for (const c of extractConstraints(text)) add('user', clip(c, 240), 90);
+    const first = sentences(text)[0];
+    if (first && !m.injected) add('user', clip(first, 200), 70);
+  }
+  if (m.toolCalls) {
+    for (const c of m.toolCalls) {
+      const a = toolAction(c);
+      if (a.command) add('ran', `\`${clip(a.command.replace(/\s+/g, ' '), 140)}\``, 50);
+      else add('ran', `${c.name}(${clip(c.arguments.replace(/\s+/g, ' '), 100)})`, 35);
+      if (a.writes.length) add('paths', `edited ${a.writes.join(', ')}`, 65);
+      if (a.reads.length) add('paths', `read ${a.reads.join(', ')}`, 45);
+    }
+  }
+  if (m.role === 'tool' && m.isError) {
+    add('errors', `${m.toolName ?? 'tool'} failed`, 30);
+    const outcome = finalErrorLine(m);
+    if (outcome) add('errors', clip(outcome, 240), 82);
+  }
+  const body = `${m.reasoning ?? ''}\n${text}`;
+  if (countFrames(body) >= 3) {
+    const t = traceEssentials(body);
+    if (t.exception) add('errors', clip(t.exception, 240), 85);
+    if (t.projectFrame) add('errors', clip(t.projectFrame, 200), 60);
+    if (t.last && t.last !== t.exception) add('errors', clip(t.last, 200), 62);
+  } else {
+    const errs = extractErrorLines(body);
+    // final error lines matter most
+    errs.forEach((e, i) => add('errors', clip(e, 240), i >= errs.length - 2 ? 80 : 40));
+  }
+  // the first few of a long dump, plus any a later turn or the goal mentions
+  extractConfigValues(body).forEach((v, i) => (i < 60 || mentioned(v.text)) && add('values', clip(v.text, 140), m.role === 'tool' ? 30 : 55));
+  extractPaths(body).forEach((p, i) => (i < 40 || mentioned(p)) && add('paths', p, m.role === 'tool' ? 15 : 42));
+  for (const u of extractUrls(body).slice(0, 10)) add('refs', u, 38);
+  if (m.role !== 'tool') for (const id of extractIdentifiers(text).slice(0, 20)) add('refs', id, 10);
+  if (m.role === 'assistant') {
+    const n = isLastAssistant ? 3 : 1;
+    lastSentences(text, n).forEach((s) => add('conclusion', clip(s, 240), isLastAssistant ? 75 : 20));
+    if (m.reasoning && !text.trim()) lastSentences(m.reasoning, 1).forEach((s) => add('conclusion', clip(s, 200), 18));
+  }
+}
+
+/** Render facts within `maxChars`, highest priority first, printed by group. */
+export function renderFacts(facts: readonly Fact[], maxChars: number, header: string): string {
+  const sorted = [...facts].sort((a, b) => b.priority - a.priority || a.pos - b.pos);
+  const chosen: Fact[] = [];
+  const seen = new Set<string>();
+  let used = header.length;
+  for (const f of sorted) {
+    const key = f.text.toLowerCase();
+    if (seen.has(key)) continue;
+    // skip a fact another chosen fact already contains
+    if (chosen.some((c) => c.text.toLowerCase().includes(key))) continue;
+    const cost = f.text.length + 3;
+    if (used + cost > maxChars) continue;
+    seen.add(key);
+    chosen.push(f);
+    used += cost;
+  }
+  // group labels cost a little too: drop the least important facts until the text fits
+  let text = renderChosen(chosen, header);
+  while (text.length > maxChars && chosen.length > 0) {
+    chosen.pop();
+    text = renderChosen(chosen, header);
+  }
+  return text;
+}
+
+function renderChosen(chosen: readonly Fact[], header: string): string {
+  const lines = [header];
+  for (const g of GROUPS) {
+    const items = chosen.filter((f) => f.group === g).sort((a, b) => a.pos - b.pos);
+    if (items.length === 0) continue;
+    if (g === 'pointer') lines.push(...items.map((i) => i.text));
+    else if (g === 'errors' || g === 'user' || g === 'conclusion' || g === 'values') lines.push(`${LABEL[g]}:`, ...items.map((i) => `- ${i.text}`));
+    else lines.push(`${LABEL[g]}: ${items.map((i) => i.text).join('; ')}`);
+  }
+  return lines.join('\n');
+}
+
+/** Describe what was replaced: "3 sections (tool-call ×2, reasoning)". */
+export function describeSections(input: SummarizeInput): string {
+  const kinds = new Map<string, number>();
+  for (const s of input.sections) kinds.set(s.kind, (kinds.get(s.kind) ?? 0) + 1);
+  const parts = [...kinds].map(([k, n]) => (n > 1 ? `${k} ×${n}` : k));
+  return `${input.sections.length} section${input.sections.length === 1 ? '' : 's'} (${parts.join(', ')}) compacted as ${input.reason}.`;
+}
+
+/** Synchronous core of the extractive summarizer. */
+export function extractiveSummary(input: SummarizeInput): string {
+  const maxChars = Math.max(120, Math.floor((input.maxTokens ?? DEFAULT_SUMMARY_TOKENS) * CHARS_PER_TOKEN));
+  return renderFacts(collectFacts(input), maxChars, describeSections(input));
+}
+
+/** The default summarizer: deterministic, no network. */
+export function createExtractiveSummarizer(): Summarizer {
+  return {
+    name: 'extractive',
+    summarize(input: SummarizeInput): Promise<string> {
+      return Promise.resolve(extractiveSummary(input));
+    },
+  };
+}

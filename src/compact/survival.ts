@@ -1,0 +1,114 @@
+/**
+ * The survival check: key facts of the replaced sections must appear in the summary; the
+ * missing ones are re-injected. Key facts, by rule:
+ *  - paths a tool call read or edited, and paths named in user/assistant text;
+ *  - constraint sentences ("must", "never", "always", "do not" …) of user/assistant text;
+ *  - the final error line of every failed tool result or error text;
+ *  - the active task words: goal terms that occur in the replaced text;
+ *  - config values (`key=value`, `key: value`) of user/assistant text, and those of tool
+ *    output whose key a later turn or the goal mentions;
+ *  - archive handles of earlier summaries being re-compacted.
+ */
+import type { Message } from '../ingest/types.js';
+import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, termsOf, uniq } from './text.js';
+import { toolAction } from './toolargs.js';
+
+export const MAX_FACTS_PER_KIND = 12;
+
+export interface KeyFacts {
+  readonly paths: string[];
+  readonly constraints: string[];
+  readonly errors: string[];
+  readonly taskWords: string[];
+  readonly values: string[];
+  readonly handles: string[];
+}
+
+/** Key facts of the messages one edit replaces. */
+export function keyFacts(messages: readonly Message[], goalWords: readonly string[], keyTerms: readonly string[]): KeyFacts {
+  const paths: string[] = [];
+  const constraints: string[] = [];
+  const errors: string[] = [];
+  const values: string[] = [];
+  const handles: string[] = [];
+  const key = new Set(keyTerms.map((t) => t.toLowerCase()));
+  const textTerms = new Set<string>();
+  for (const m of messages) {
+    for (const c of m.toolCalls ?? []) {
+      const a = toolAction(c);
+      paths.push(...a.writes, ...a.reads);
+    }
+    const body = m.text ?? '';
+    for (const h of body.matchAll(/\[contextd recall (h_[0-9a-f]+)\]/g)) if (h[1]) handles.push(h[1]);
+    if (m.role !== 'tool') {
+      paths.push(...extractPaths(body));
+      constraints.push(...extractConstraints(body).map((c) => clip(c, 240)));
+      values.push(...extractConfigValues(body).map((v) => clip(v.text, 140)));
+      for (const t of termsOf(body)) textTerms.add(t);
+    } else {
+      values.push(...extractConfigValues(body.length > 50_000 ? body.slice(0, 50_000) : body).filter((v) => key.has(v.key.toLowerCase())).map((v) => clip(v.text, 140)));
+      for (const t of termsOf(body.length > 50_000 ? body.slice(0, 50_000) : body)) textTerms.add(t);
+    }
+    const last = finalErrorLine(m);
+    if (last) errors.push(clip(last, 240));
+  }
+  const cap = (xs: string[]): string[] => uniq(xs.filter((x) => x.trim().length > 0)).slice(0, MAX_FACTS_PER_KIND);
+  return {
+    paths: cap(paths),
+    constraints: cap(constraints),
+    errors: cap(errors),
+    taskWords: cap(goalWords.filter((w) => textTerms.has(w))),
+    values: cap(values),
+    handles: cap(handles),
+  };
+}
+
+/**
+ * The final error line of a message: its last error/exception line, or — for a failed tool
+ * result without one — its last non-empty line (the outcome).
+ */
+export function finalErrorLine(m: Message): string | undefined {
+  const body = m.text.length > 100_000 ? m.text.slice(-100_000) : m.text;
+  const errs = extractErrorLines(`${m.reasoning ?? ''}\n${body}`);
+  const last = errs[errs.length - 1];
+  if (last) return last;
+  if (m.role === 'tool' && m.isError) {
+    const tail = body.trim().split('\n').filter((l) => l.trim().length > 0).pop()?.trim();
+    if (tail && tail.length <= 400) return tail;
+  }
+  return undefined;
+}
+
+/** Result of checking one summary. */
+export interface SurvivalCheck {
+  readonly content: string;
+  readonly checked: number;
+  readonly missing: string[];
+}
+
+/** Check `content` against the facts; append the missing ones. */
+export function ensureSurvival(content: string, facts: KeyFacts): SurvivalCheck {
+  const hay = normalizeSpace(content);
+  const all: [string, string][] = [
+    ...facts.constraints.map((f): [string, string] => ['constraint', f]),
+    ...facts.errors.map((f): [string, string] => ['error', f]),
+    ...facts.paths.map((f): [string, string] => ['path', f]),
+    ...facts.values.map((f): [string, string] => ['value', f]),
+    ...facts.handles.map((f): [string, string] => ['handle', f]),
+    ...facts.taskWords.map((f): [string, string] => ['task', f]),
+  ];
+  const missing = all.filter(([, f]) => !hay.includes(normalizeSpace(f)));
+  if (missing.length === 0) return { content, checked: all.length, missing: [] };
+  const lines = ['Kept facts:'];
+  const group = (kind: string, label: string, sep: string): void => {
+    const xs = missing.filter(([k]) => k === kind).map(([, f]) => f);
+    if (xs.length) lines.push(`${label}: ${xs.join(sep)}`);
+  };
+  group('constraint', '- constraints', ' | ');
+  group('error', '- errors', ' | ');
+  group('path', '- paths', ', ');
+  group('value', '- values', '; ');
+  group('handle', '- earlier', ', ');
+  group('task', '- task', ', ');
+  return { content: `${content}\n${lines.join('\n')}`, checked: all.length, missing: missing.map(([, f]) => f) };
+}

@@ -1,0 +1,138 @@
+/**
+ * What a tool call did, read from its name and arguments: the command it ran and the
+ * paths it read or wrote. Covers Claude Code (Read/Edit/Write/MultiEdit/NotebookEdit/Bash),
+ * Codex (shell/exec_command/apply_patch), hermes/SWE-agent (terminal, view, str_replace_editor,
+ * open, edit) and shell commands (cat/head/tail/sed/nl/less/bat, sed -i, tee, redirects).
+ */
+import type { ToolCall } from '../ingest/types.js';
+
+export interface ToolAction {
+  /** The shell command, when the call ran one. */
+  readonly command?: string;
+  /** Paths whose content the call returned. */
+  readonly reads: readonly string[];
+  /** Paths the call changed. */
+  readonly writes: readonly string[];
+  /** A stable key of "the same invocation" (tool name + command or main argument). */
+  readonly key: string;
+}
+
+const READ_TOOLS = /^(read|read_file|readfile|view|open|cat|view_file|open_file|get_file|fs_read|notebookread)$/i;
+const WRITE_TOOLS = /^(edit|multiedit|write|write_file|writefile|create|create_file|notebookedit|str_replace|insert|edit_file|replace|fs_write|patch|apply_patch)$/i;
+const PATH_KEYS = ['file_path', 'path', 'filePath', 'filename', 'file', 'target_file', 'notebook_path', 'absolute_path'];
+const COMMAND_KEYS = ['command', 'cmd', 'script', 'input'];
+
+/** Parse a tool call's arguments: JSON object, or the raw string under `input`. */
+export function parseArgs(raw: string): Record<string, unknown> {
+  const t = raw.trim();
+  if (t.startsWith('{')) {
+    try {
+      const v = JSON.parse(t) as unknown;
+      if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+    } catch {
+      /* fall through */
+    }
+  }
+  return { input: raw };
+}
+
+function str(v: unknown): string | undefined {
+  if (typeof v === 'string' && v.length > 0) return v;
+  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) {
+    const parts = v as string[];
+    // codex: ["bash","-lc","cat foo"] → the script
+    if (parts.length >= 3 && /^(ba|z)?sh$/.test(parts[0] ?? '') && /^-l?c$/.test(parts[1] ?? '')) return parts.slice(2).join(' ');
+    return parts.join(' ');
+  }
+  return undefined;
+}
+
+/** Understand one tool call. */
+export function toolAction(call: ToolCall): ToolAction {
+  const args = parseArgs(call.arguments);
+  const name = call.name.replace(/^.*__/, ''); // mcp__server__tool → tool
+  const reads: string[] = [];
+  const writes: string[] = [];
+  let command: string | undefined;
+  for (const k of COMMAND_KEYS) {
+    const v = str(args[k]);
+    if (v && (k !== 'input' || !/^\s*\*\*\* Begin Patch/.test(v))) {
+      command = v;
+      break;
+    }
+  }
+  let mainPath: string | undefined;
+  for (const k of PATH_KEYS) {
+    const v = str(args[k]);
+    if (v) {
+      mainPath = v;
+      break;
+    }
+  }
+  const sub = typeof args['command'] === 'string' ? (args['command'] as string) : '';
+  if (mainPath) {
+    // str_replace_editor style: {command: 'view'|'str_replace'|'create'|'insert', path}
+    if (/^(view)$/.test(sub) || READ_TOOLS.test(name)) reads.push(mainPath);
+    else if (/^(str_replace|create|insert|undo_edit)$/.test(sub) || WRITE_TOOLS.test(name)) writes.push(mainPath);
+    if (/^(view|str_replace|create|insert|undo_edit)$/.test(sub)) command = undefined;
+  }
+  const patch = [str(args['patch']), str(args['input']), command, name === 'apply_patch' ? call.arguments : undefined].find(
+    (p) => p !== undefined && p.includes('*** '),
+  );
+  if (patch) for (const m of patch.matchAll(/^\*\*\* (?:Update|Add|Delete) File: (.+)$/gm)) if (m[1]) writes.push(m[1].trim());
+  if (command && !patch) shellPaths(command, reads, writes);
+  if (!mainPath && !command && READ_TOOLS.test(name)) {
+    const raw = call.arguments.trim();
+    if (raw && !raw.startsWith('{') && !/\s/.test(raw)) reads.push(raw);
+  }
+  const key = `${name}:${command ?? mainPath ?? normalizeArgs(args)}`;
+  return { command, reads: dedupe(reads), writes: dedupe(writes), key };
+}
+
+const SHELL_READ = /^(cat|head|tail|less|more|nl|bat|batcat|view|open)$/;
+
+/** Paths read/written by a shell command line (best effort, per pipeline segment). */
+function shellPaths(command: string, reads: string[], writes: string[]): void {
+  const script = command.replace(/^\s*(?:cd\s+\S+\s*&&\s*)+/, '');
+  for (const seg of script.split(/&&|\|\||;|\|/)) {
+    const words = seg.trim().split(/\s+/).filter((w) => w.length > 0);
+    const cmd = words[0] ?? '';
+    const args = words.slice(1).map(unquote);
+    const redirect = /(?:^|\s)>>?\s*([^\s&|;]+)/.exec(seg);
+    if (redirect?.[1] && !redirect[1].startsWith('/dev/') && !/^&?\d$/.test(redirect[1])) writes.push(unquote(redirect[1]));
+    if (cmd === 'sed') {
+      const inPlace = args.some((a) => /^-i/.test(a) || a === '--in-place');
+      const files = args.filter((a, i) => !a.startsWith('-') && i > 0 && !/^['"]?s\//.test(a) && /[./]/.test(a) && !/^\d+,?\d*p$/.test(a));
+      for (const f of files) (inPlace ? writes : reads).push(f);
+    } else if (SHELL_READ.test(cmd)) {
+      for (const a of args) if (!a.startsWith('-') && !/^\d+$/.test(a) && !a.startsWith('>')) reads.push(a);
+    } else if (cmd === 'tee' || cmd === 'touch') {
+      for (const a of args) if (!a.startsWith('-')) writes.push(a);
+    }
+  }
+}
+
+function unquote(s: string): string {
+  return s.replace(/^['"]|['"]$/g, '');
+}
+
+function normalizeArgs(args: Record<string, unknown>): string {
+  const keys = Object.keys(args).sort();
+  return keys.map((k) => `${k}=${JSON.stringify(args[k])}`).join('&').slice(0, 300);
+}
+
+function dedupe(xs: string[]): string[] {
+  return [...new Set(xs.filter((x) => x.length > 0 && x.length < 300))];
+}
+
+/** Canonical form of a path for comparing reads and writes (strips `./`, quotes, trailing `/`). */
+export function canonicalPath(p: string): string {
+  return p.replace(/^['"]|['"]$/g, '').replace(/^\.\//, '').replace(/\/+$/, '');
+}
+
+/** True when two canonical paths name the same file (one may be relative to the other's root). */
+export function samePath(a: string, b: string): boolean {
+  if (a === b) return true;
+  const [s, l] = a.length <= b.length ? [a, b] : [b, a];
+  return !s.startsWith('/') && s.includes('/') ? l.endsWith(`/${s}`) : false;
+}
