@@ -1,0 +1,219 @@
+/**
+ * One accepted socket: frames input with LineFramer, hands lines to the dispatcher, writes
+ * responses in request order, and drops a peer that stops reading once its pending output
+ * would exceed `maxPendingWriteBytes`.
+ */
+import type { Socket } from 'node:net';
+import { LineFramer, type FramedLine } from '../util/framer.js';
+import type { Logger } from '../util/logger.js';
+import type { DispatchConnection, Dispatcher } from './dispatch.js';
+import type { JsonRpcResponse } from './protocol.js';
+import { RpcError, RpcErrorCode } from './errors.js';
+
+/** A connection as the server's users see it (a snapshot). */
+export interface ConnInfo {
+  readonly id: string;
+  /** Epoch ms of accept. */
+  readonly connectedAt: number;
+  /** True once `initialize` succeeded on this connection. */
+  readonly initialized: boolean;
+  readonly client?: { readonly name: string; readonly version: string };
+  readonly capabilities?: Readonly<Record<string, unknown>>;
+}
+
+export interface ConnectionLimits {
+  readonly maxLineBytes: number;
+  readonly maxPendingWriteBytes: number;
+  /** At most this many requests of one peer run (or wait to be written) at once; reading pauses meanwhile. */
+  readonly maxInFlight: number;
+}
+
+interface Slot {
+  payload: string | null | undefined; // undefined = still running, null = nothing to send
+}
+
+/** Why a connection ended, for the log. */
+export type CloseReason = 'peer' | 'slow-consumer' | 'server-close' | 'error';
+
+export class RpcConnection {
+  readonly state: DispatchConnection;
+  readonly connectedAt: number;
+  private readonly framer: LineFramer;
+  private readonly slots: Slot[] = [];
+  /** Framed lines not yet dispatched (at most one read's worth: the socket is paused meanwhile). */
+  private readonly backlog: FramedLine[] = [];
+  private closed = false;
+  private paused = false;
+  private peerEnded = false;
+  private reason: CloseReason = 'peer';
+  /** Largest pending output observed (diagnostics and tests). */
+  peakPendingBytes = 0;
+
+  constructor(
+    id: string,
+    private readonly socket: Socket,
+    private readonly dispatcher: Dispatcher,
+    private readonly limits: ConnectionLimits,
+    private readonly log: Logger,
+    onClose: (conn: RpcConnection, reason: CloseReason) => void,
+    now: number,
+  ) {
+    this.state = { id, initialized: false };
+    this.connectedAt = now;
+    this.framer = new LineFramer({ maxLineBytes: limits.maxLineBytes });
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      // Resets and broken pipes are routine for a local peer that went away.
+      this.log.debug({ connectionId: id, code: err.code, err: err.message }, 'connection error');
+      if (this.reason === 'peer') this.reason = 'error';
+    });
+    // The server runs with allowHalfOpen: a peer that sends its requests and shuts down its
+    // write side (`printf '…' | socat - UNIX-CONNECT:…`) still gets every response, then EOF.
+    socket.on('end', () => {
+      this.peerEnded = true;
+      // A final line without its newline still counts at a clean EOF.
+      if (this.framer.pendingLength > 0) this.onData(Buffer.from('\n'));
+      this.finishIfDone();
+    });
+    socket.on('close', () => {
+      this.closed = true;
+      if (this.framer.pendingLength > 0) {
+        this.log.debug({ connectionId: id, partialBytes: this.framer.pendingLength }, 'peer left mid-line');
+      }
+      onClose(this, this.reason);
+    });
+  }
+
+  get id(): string {
+    return this.state.id;
+  }
+
+  get isOpen(): boolean {
+    return !this.closed && !this.socket.destroyed;
+  }
+
+  info(): ConnInfo {
+    const s = this.state;
+    return Object.freeze({
+      id: s.id,
+      connectedAt: this.connectedAt,
+      initialized: s.initialized,
+      ...(s.client ? { client: { ...s.client } } : {}),
+      ...(s.capabilities ? { capabilities: { ...s.capabilities } } : {}),
+    });
+  }
+
+  /** Push a notification. False when the connection is gone or was just dropped as too slow. */
+  notify(method: string, params: unknown): boolean {
+    let line: string;
+    try {
+      line = JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n';
+    } catch (err) {
+      this.log.error({ connectionId: this.id, method, err }, 'notification could not be encoded');
+      return false;
+    }
+    return this.write(line);
+  }
+
+  /** End gracefully; destroy after `graceMs` if the peer does not close. Resolves on close. */
+  close(graceMs: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.reason = 'server-close';
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.socket.destroy(), graceMs);
+      timer.unref();
+      this.socket.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.socket.end();
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    for (const line of this.framer.push(chunk)) this.backlog.push(line);
+    this.pump();
+  }
+
+  /**
+   * Dispatch queued lines while fewer than `maxInFlight` responses are outstanding; pause the
+   * socket while lines wait, so a flood is held in the kernel rather than in memory.
+   */
+  private pump(): void {
+    while (this.backlog.length > 0 && this.slots.length < this.limits.maxInFlight && !this.closed) {
+      const line = this.backlog.shift() as FramedLine;
+      const slot: Slot = { payload: undefined };
+      this.slots.push(slot);
+      void this.dispatcher.handleLine(line, this.state).then(
+        (response) => this.fill(slot, response),
+        // handleLine never rejects; this guards the invariant anyway.
+        (err: unknown) => {
+          this.log.error({ connectionId: this.id, err }, 'dispatch failed');
+          this.fill(slot, { jsonrpc: '2.0', id: null, error: new RpcError(RpcErrorCode.INTERNAL_ERROR, 'internal error in contextd: see the daemon log').toJSON() });
+        },
+      );
+    }
+    const shouldPause = this.backlog.length > 0 || this.slots.length >= this.limits.maxInFlight;
+    if (shouldPause && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    } else if (!shouldPause && this.paused && this.isOpen) {
+      this.paused = false;
+      this.socket.resume();
+    }
+  }
+
+  private fill(slot: Slot, response: JsonRpcResponse | undefined): void {
+    slot.payload = response === undefined ? null : this.encode(response);
+    this.flush();
+  }
+
+  private encode(response: JsonRpcResponse): string {
+    try {
+      return JSON.stringify(response) + '\n';
+    } catch (err) {
+      this.log.error({ connectionId: this.id, err }, 'result could not be encoded as JSON');
+      const id = response.id;
+      return JSON.stringify({ jsonrpc: '2.0', id, error: { code: RpcErrorCode.INTERNAL_ERROR, message: 'internal error in contextd: the result could not be encoded as JSON' } }) + '\n';
+    }
+  }
+
+  /** Write finished responses from the head of the queue, keeping request order. */
+  private flush(): void {
+    while (this.slots.length > 0) {
+      const head = this.slots[0] as Slot;
+      if (head.payload === undefined) break;
+      this.slots.shift();
+      if (head.payload !== null) this.write(head.payload);
+    }
+    this.pump();
+    this.finishIfDone();
+  }
+
+  /** After the peer's EOF, end our side once every response is written. */
+  private finishIfDone(): void {
+    if (this.peerEnded && this.slots.length === 0 && this.backlog.length === 0 && this.isOpen && !this.socket.writableEnded) {
+      this.socket.end();
+    }
+  }
+
+  private write(line: string): boolean {
+    if (!this.isOpen) return false;
+    const bytes = Buffer.byteLength(line, 'utf8');
+    const pending = this.socket.writableLength;
+    // A single large message is allowed when nothing is queued; a peer that lets output pile
+    // up past the cap is not reading and is dropped rather than buffered without bound.
+    if (pending > 0 && pending + bytes > this.limits.maxPendingWriteBytes) {
+      this.log.warn(
+        { connectionId: this.id, pendingBytes: pending, nextBytes: bytes, maxPendingWriteBytes: this.limits.maxPendingWriteBytes },
+        'dropping slow consumer: it is not reading its socket',
+      );
+      this.reason = 'slow-consumer';
+      this.socket.destroy();
+      return false;
+    }
+    this.socket.write(line);
+    if (this.socket.writableLength > this.peakPendingBytes) this.peakPendingBytes = this.socket.writableLength;
+    return true;
+  }
+}
