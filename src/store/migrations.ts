@@ -62,4 +62,88 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS plans_by_session ON plans(session_id, created_at);
     `,
   },
+  {
+    version: 2,
+    name: 'warm templates, items, knowledge, user patterns, harvested sessions',
+    sql: `
+      CREATE TABLE IF NOT EXISTS templates (
+        template_id     TEXT PRIMARY KEY,
+        schema_version  INTEGER NOT NULL,
+        name            TEXT NOT NULL,
+        task_type       TEXT NOT NULL,
+        repo            TEXT NOT NULL DEFAULT '',
+        task            TEXT NOT NULL,
+        system_digest   TEXT NOT NULL DEFAULT '',
+        fingerprint     TEXT NOT NULL,
+        value_score     REAL NOT NULL,
+        value_breakdown TEXT NOT NULL,
+        session_count   INTEGER NOT NULL DEFAULT 0,
+        usage_count     INTEGER NOT NULL DEFAULT 0,
+        success_count   INTEGER NOT NULL DEFAULT 0,
+        failure_count   INTEGER NOT NULL DEFAULT 0,
+        created_at      INTEGER NOT NULL,
+        updated_at      INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS templates_by_repo ON templates(repo, task_type);
+      CREATE TABLE IF NOT EXISTS template_sessions (
+        template_id  TEXT NOT NULL REFERENCES templates(template_id) ON DELETE CASCADE,
+        session_id   TEXT NOT NULL,
+        source       TEXT NOT NULL DEFAULT '',
+        outcome      TEXT NOT NULL,
+        value_score  REAL NOT NULL,
+        harvested_at INTEGER NOT NULL,
+        PRIMARY KEY (template_id, session_id)
+      );
+      CREATE TABLE IF NOT EXISTS template_items (
+        item_id      INTEGER PRIMARY KEY AUTOINCREMENT,
+        template_id  TEXT NOT NULL REFERENCES templates(template_id) ON DELETE CASCADE,
+        kind         TEXT NOT NULL,
+        category     TEXT NOT NULL DEFAULT '',
+        text         TEXT NOT NULL,
+        data         TEXT,
+        norm_hash    TEXT NOT NULL,
+        evidence     INTEGER NOT NULL DEFAULT 1,
+        last_session TEXT,
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        UNIQUE (template_id, kind, norm_hash)
+      );
+      CREATE TABLE IF NOT EXISTS knowledge (
+        knowledge_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        repo         TEXT NOT NULL DEFAULT '',
+        category     TEXT NOT NULL,
+        text         TEXT NOT NULL,
+        norm_hash    TEXT NOT NULL,
+        evidence     INTEGER NOT NULL DEFAULT 1,
+        last_session TEXT,
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        UNIQUE (repo, norm_hash)
+      );
+      CREATE TABLE IF NOT EXISTS template_knowledge (
+        template_id  TEXT NOT NULL REFERENCES templates(template_id) ON DELETE CASCADE,
+        knowledge_id INTEGER NOT NULL REFERENCES knowledge(knowledge_id) ON DELETE CASCADE,
+        PRIMARY KEY (template_id, knowledge_id)
+      );
+      CREATE TABLE IF NOT EXISTS user_patterns (
+        norm_hash     TEXT PRIMARY KEY,
+        kind          TEXT NOT NULL,
+        text          TEXT NOT NULL,
+        repo          TEXT NOT NULL DEFAULT '',
+        session_count INTEGER NOT NULL,
+        sessions      TEXT NOT NULL,
+        first_seen    INTEGER NOT NULL,
+        last_seen     INTEGER NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS harvested_sessions (
+        session_id    TEXT PRIMARY KEY,
+        template_id   TEXT,
+        message_count INTEGER NOT NULL,
+        value_score   REAL NOT NULL,
+        skipped       TEXT,
+        harvested_at  INTEGER NOT NULL
+      );
+      CREATE VIRTUAL TABLE IF NOT EXISTS templates_fts USING fts5(body);
+    `,
+  },
 ];

@@ -1,0 +1,120 @@
+/**
+ * Redaction of secrets and personal data before anything is stored or logged.
+ *
+ * Two layers, both replacing a finding with `[REDACTED:<rule>]`:
+ *  1. our rules (`redact-rules.ts`: gitleaks-style vendor keys, URL passwords, JWTs, bearer
+ *     tokens, `password=` assignments, e-mail addresses, high-entropy tokens) — synchronous;
+ *  2. secretlint's recommended preset (`@secretlint/core` `lintSource`) — asynchronous, so
+ *     `redactAll` runs it ONCE over a batch of texts joined together, and maps the ranges back.
+ */
+import { lintSource } from '@secretlint/core';
+import { creator as recommendPreset } from '@secretlint/secretlint-rule-preset-recommend';
+import { SECRET_RULES } from './redact-rules.js';
+
+export interface RedactionFinding {
+  readonly rule: string;
+  readonly count: number;
+}
+
+export interface Redacted {
+  readonly text: string;
+  readonly findings: RedactionFinding[];
+}
+
+/** The marker a finding is replaced with. */
+export function redactionMarker(rule: string): string {
+  return `[REDACTED:${rule}]`;
+}
+
+function addFinding(counts: Map<string, number>, rule: string, n = 1): void {
+  counts.set(rule, (counts.get(rule) ?? 0) + n);
+}
+
+function toFindings(counts: Map<string, number>): RedactionFinding[] {
+  return [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([rule, count]) => ({ rule, count }));
+}
+
+/** Apply our own rules only (synchronous; used for log fields and as the first layer). */
+export function redactSync(text: string): Redacted {
+  const counts = new Map<string, number>();
+  const out = applyRules(text, counts);
+  return { text: out, findings: toFindings(counts) };
+}
+
+function applyRules(text: string, counts: Map<string, number>): string {
+  let out = text;
+  for (const rule of SECRET_RULES) {
+    rule.pattern.lastIndex = 0;
+    if (!rule.pattern.test(out)) continue;
+    rule.pattern.lastIndex = 0;
+    const marker = redactionMarker(rule.id);
+    out = out.replace(rule.pattern, (match: string, ...rest: unknown[]) => {
+      const groups = rest.slice(0, countGroups(rest)) as string[];
+      if (rule.accept && !rule.accept(match, ...groups)) return match;
+      addFinding(counts, rule.id);
+      return rule.replace ? rule.replace(marker, match, ...groups) : marker;
+    });
+  }
+  return out;
+}
+
+/** `String.replace` passes groups, then offset (number), then the whole string: keep the groups. */
+function countGroups(rest: unknown[]): number {
+  const i = rest.findIndex((v) => typeof v === 'number');
+  return i < 0 ? rest.length : i;
+}
+
+const SECRETLINT_CONFIG = { rules: [{ id: '@secretlint/secretlint-rule-preset-recommend', rule: recommendPreset }] };
+const SEPARATOR = '\n\n\u2063\n\n';
+
+function ruleName(ruleId: string): string {
+  return ruleId.replace(/^@secretlint\/secretlint-rule-/, '').replace(/^@secretlint\//, '') || 'secretlint';
+}
+
+/**
+ * Redact many texts: our rules on each, then one secretlint pass over all of them.
+ * Findings are summed over the batch.
+ */
+export async function redactAll(texts: readonly string[]): Promise<{ texts: string[]; findings: RedactionFinding[] }> {
+  const counts = new Map<string, number>();
+  // The separator contains U+2063, which inputs practically never hold; fold it away if they do.
+  const first = texts.map((t) => applyRules(t.includes(SEPARATOR) ? t.split(SEPARATOR).join('\n\n') : t, counts));
+  if (first.length === 0) return { texts: [], findings: [] };
+  const joined = first.join(SEPARATOR);
+  const result = await lintSource({
+    source: { filePath: '/contextd/harvest.txt', content: joined, contentType: 'text', ext: '.txt' },
+    options: { config: SECRETLINT_CONFIG, noPhysicFilePath: true, maskSecrets: true },
+  });
+  const ranges = result.messages
+    .filter((m) => Array.isArray(m.range) && m.range[1] > m.range[0])
+    .map((m) => ({ start: m.range[0], end: m.range[1], rule: ruleName(m.ruleId) }))
+    .sort((a, b) => a.start - b.start || b.end - a.end);
+  if (ranges.length === 0) return { texts: first, findings: toFindings(counts) };
+  // Rebuild the joined text with the ranges replaced, then split it again.
+  let rebuilt = '';
+  let at = 0;
+  for (const r of ranges) {
+    if (r.start < at) continue; // overlapping finding already covered
+    const piece = joined.slice(r.start, r.end);
+    // Never swallow a separator: redact each side of it separately.
+    const sides = piece.split(SEPARATOR);
+    rebuilt += joined.slice(at, r.start) + sides.map((s) => (s.length > 0 ? redactionMarker(r.rule) : s)).join(SEPARATOR);
+    addFinding(counts, r.rule, sides.filter((s) => s.length > 0).length);
+    at = r.end;
+  }
+  rebuilt += joined.slice(at);
+  return { texts: rebuilt.split(SEPARATOR), findings: toFindings(counts) };
+}
+
+/** Redact one text with both layers. */
+export async function redact(text: string): Promise<Redacted> {
+  const r = await redactAll([text]);
+  return { text: r.texts[0] ?? '', findings: r.findings };
+}
+
+/** Sum two finding lists. */
+export function mergeFindings(a: readonly RedactionFinding[], b: readonly RedactionFinding[]): RedactionFinding[] {
+  const counts = new Map<string, number>();
+  for (const f of [...a, ...b]) addFinding(counts, f.rule, f.count);
+  return toFindings(counts);
+}

@@ -1,0 +1,218 @@
+/**
+ * Tool calls of a session paired with their results, with the "salient argument" that names
+ * what a call was about (a shell command's head, a file path, a search pattern, a URL) and a
+ * normalized error signature for failures. Pure.
+ */
+import type { Message } from '../ingest/types.js';
+
+export const TOOL_KINDS = ['shell', 'read', 'edit', 'search', 'web', 'other'] as const;
+export type ToolKind = (typeof TOOL_KINDS)[number];
+
+/** One tool call and what came back. */
+export interface ToolExchange {
+  /** Order among the session's calls. */
+  readonly index: number;
+  readonly callId: string;
+  readonly tool: string;
+  readonly kind: ToolKind;
+  /** Parsed arguments (an object), or the raw argument string when it is not JSON. */
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly argsText: string;
+  /** What the call was about (command head, path, pattern, URL, first argument). */
+  readonly salient: string;
+  /** The full command for shell calls. */
+  readonly command?: string;
+  readonly result?: string;
+  /** The call failed (adapter flag). */
+  readonly isError: boolean;
+  /** The user rejected or interrupted the call: neither a failure nor a success. */
+  readonly rejected: boolean;
+  /** Index of the assistant message that made the call. */
+  readonly messageIndex: number;
+}
+
+const SHELL = /^(bash|shell|sh|zsh|exec_command|terminal|execute_command|run_command|run_terminal_cmd|local_shell|run_shell_command|command|cmd|container\.exec)$/i;
+const READ = /(^|[_.])(read|view|cat|open|ls|list|notebookread|read_file|get_file)([_.]|$)|^read|^ls$/i;
+const EDIT = /(edit|write|patch|replace|create_file|str_replace|insert|notebookedit|apply_patch|multiedit|delete_file|move_file)/i;
+const SEARCH = /(grep|glob|search|find|ripgrep|rg$|codebase|symbol)/i;
+const WEB = /(web|browser|fetch|http|url|navigate|context7|docs|crawl|scrape)/i;
+
+/** Coarse kind of a tool by its name. */
+export function toolKind(tool: string): ToolKind {
+  const name = tool.replace(/^mcp__/, '');
+  if (SHELL.test(name) || /bash/i.test(name)) return 'shell';
+  if (WEB.test(name) && !/session_search/i.test(name)) return 'web';
+  if (EDIT.test(name)) return 'edit';
+  if (SEARCH.test(name)) return 'search';
+  if (READ.test(name)) return 'read';
+  return 'other';
+}
+
+const PATH_KEYS = ['file_path', 'path', 'filePath', 'notebook_path', 'filename', 'file', 'target_file', 'absolute_path', 'dir_path', 'directory'];
+const PATTERN_KEYS = ['pattern', 'query', 'glob', 'regex', 'search', 'q', 'search_term'];
+const URL_KEYS = ['url', 'uri', 'href', 'link'];
+
+function parseArgs(text: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as Record<string, unknown>;
+    if (Array.isArray(v)) return { command: v };
+    return { value: v };
+  } catch {
+    return text.trim().length > 0 ? { input: text } : {};
+  }
+}
+
+/** The shell command of a call's arguments (Codex passes `["bash","-lc","…"]`). */
+export function commandOf(args: Readonly<Record<string, unknown>>): string | undefined {
+  const c = args['command'] ?? args['cmd'] ?? args['script'] ?? args['input'];
+  if (typeof c === 'string') return c;
+  if (Array.isArray(c)) {
+    const parts = c.filter((p): p is string => typeof p === 'string');
+    const shellIdx = parts.findIndex((p) => p === '-lc' || p === '-c');
+    if (shellIdx >= 0 && parts[shellIdx + 1] !== undefined) return parts[shellIdx + 1];
+    return parts.join(' ');
+  }
+  return undefined;
+}
+
+const SHELL_KEYWORDS = new Set(['for', 'while', 'until', 'if', 'case', 'do', 'then', '[', '[[', 'function', '{']);
+const TWO_WORD = new Set(['npm', 'pnpm', 'yarn', 'bun', 'npx', 'git', 'cargo', 'go', 'pip', 'pip3', 'uv', 'docker', 'kubectl', 'make', 'poetry', 'deno', 'gh', 'dotnet', 'mvn', 'gradle', 'brew', 'apt', 'apt-get', 'systemctl', 'just', 'pytest', 'rake', 'bundle', 'composer', 'task-master']);
+
+/**
+ * The head of a shell command: program plus subcommand for multi-command tools
+ * (`npm run build`, `git status`, `python -m pytest`), after `cd … &&`, env assignments and sudo.
+ */
+export function commandHead(command: string): string {
+  let cmd = (command.trim().split('\n')[0] ?? '').replace(/^[({\s]+/, '');
+  // Take the last segment of `cd x && y` chains (the part that does the work).
+  const segments = cmd.split(/\s*(?:&&|;|\|\|)\s*/).filter((s) => s.length > 0 && !/^cd\s/.test(s) && !/^(export|source|set)\s/.test(s));
+  cmd = segments[0] ?? cmd;
+  const tokens = cmd
+    .split(/\s+/)
+    .map((t) => t.replace(/[)"';]+$/, '').replace(/^["']+/, ''))
+    .filter((t) => t.length > 0 && !/^[A-Z_][A-Z0-9_]*=/.test(t));
+  while (tokens[0] === 'sudo' || tokens[0] === 'time' || tokens[0] === 'env' || tokens[0] === 'timeout' || /^\d+[smh]?$/.test(tokens[0] ?? 'x')) tokens.shift();
+  const first = tokens[0];
+  if (first === undefined) return '';
+  const prog = first.replace(/^.*\//, '');
+  if (SHELL_KEYWORDS.has(prog)) return '';
+  const out = [prog];
+  const rest = tokens.slice(1).filter((t) => !t.startsWith('-') && !/^["'|>]/.test(t));
+  if ((prog === 'python' || prog === 'python3') && tokens[1] === '-m' && tokens[2]) return `${prog} -m ${tokens[2]}`;
+  if (TWO_WORD.has(prog) && rest[0] !== undefined) {
+    out.push(rest[0]);
+    if ((prog === 'npm' || prog === 'pnpm' || prog === 'yarn' || prog === 'bun') && rest[0] === 'run' && rest[1] !== undefined) out.push(rest[1]);
+  }
+  return out.join(' ').slice(0, 80);
+}
+
+function firstString(args: Readonly<Record<string, unknown>>, keys: readonly string[]): string | undefined {
+  for (const k of keys) {
+    const v = args[k];
+    if (typeof v === 'string' && v.length > 0) return v;
+  }
+  return undefined;
+}
+
+/** What a call was about, short and comparable across sessions. */
+export function salientArg(kind: ToolKind, args: Readonly<Record<string, unknown>>): string {
+  if (kind === 'shell') {
+    const c = commandOf(args);
+    return c ? commandHead(c) : '';
+  }
+  const path = firstString(args, PATH_KEYS);
+  if ((kind === 'read' || kind === 'edit') && path) return path.slice(0, 200);
+  const url = firstString(args, URL_KEYS);
+  if (url) return url.slice(0, 200);
+  const pattern = firstString(args, PATTERN_KEYS);
+  if (pattern) return pattern.slice(0, 120);
+  if (path) return path.slice(0, 200);
+  for (const v of Object.values(args)) if (typeof v === 'string' && v.length > 0) return v.slice(0, 80);
+  return '';
+}
+
+const REJECTED = /^(?:The user doesn't want to proceed|\[Request interrupted|User rejected|The user rejected|Tool use was rejected|Permission to use .* (?:was )?denied by the user)/i;
+
+/** Pair every tool call with its result (by id, never by position). */
+export function pairToolCalls(messages: readonly Message[]): ToolExchange[] {
+  const results = new Map<string, Message>();
+  for (const m of messages) if (m.role === 'tool' && m.toolCallId !== undefined && !results.has(m.toolCallId)) results.set(m.toolCallId, m);
+  const out: ToolExchange[] = [];
+  messages.forEach((m, messageIndex) => {
+    for (const call of m.toolCalls ?? []) {
+      const args = parseArgs(call.arguments);
+      const kind = toolKind(call.name);
+      const res = results.get(call.id);
+      const text = res?.text;
+      const rejected = text !== undefined && REJECTED.test(text.trimStart());
+      const command = kind === 'shell' ? commandOf(args) : undefined;
+      out.push({
+        index: out.length,
+        callId: call.id,
+        tool: call.name,
+        kind,
+        args,
+        argsText: call.arguments,
+        salient: salientArg(kind, args),
+        ...(command !== undefined ? { command } : {}),
+        ...(text !== undefined ? { result: text } : {}),
+        isError: !rejected && res?.isError === true,
+        rejected,
+        messageIndex,
+      });
+    }
+  });
+  return out;
+}
+
+const ERROR_LINE = /(error|exception|failed|failure|not found|no such|denied|cannot|can't|unable|invalid|refused|timed? ?out|exit code|traceback|fatal|panic|unexpected|missing|undefined|not allowed|conflict|already exists|must be|found \d+ matches)/i;
+
+/** Normalize a line for comparison: paths, quoted strings, hex and numbers folded. */
+export function normalizeSignature(line: string): string {
+  return line
+    .replace(/\x1b\[[0-9;]*m/g, '')
+    .replace(/(["'`]).{0,200}?\1/g, '<s>')
+    .replace(/(?:[A-Za-z]:)?(?:[~.]{0,2}\/)?(?:[\w.@-]+\/)+[\w.@-]*/g, '<path>')
+    .replace(/\b[0-9a-f]{7,}\b/gi, '<hex>')
+    .replace(/\d+(?:\.\d+)*/g, 'N')
+    .replace(/(?:<s>[,\s]*){2,}/g, '<s> ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .toLowerCase()
+    .slice(0, 120);
+}
+
+/** Words every failure says; a signature needs two others to mean something. */
+const GENERIC_WORDS = new Set(['exit', 'code', 'error', 'errors', 'failed', 'failure', 'command', 'status', 'with', 'returned', 'non', 'zero', 'the', 'and', 'process', 'exited']);
+
+/** The error text inside a JSON tool result (`error`, `stderr`, `output`, `message`, `content`). */
+function errorTextOf(text: string): string {
+  const t = text.trim();
+  if (!t.startsWith('{')) return text;
+  try {
+    const v = JSON.parse(t) as Record<string, unknown>;
+    for (const k of ['error', 'stderr', 'message', 'output', 'content', 'result']) {
+      const f = v[k];
+      if (typeof f === 'string' && f.trim().length > 0) return f;
+      if (typeof f === 'object' && f !== null && typeof (f as Record<string, unknown>)['message'] === 'string') return (f as Record<string, string>)['message'] ?? '';
+    }
+    return '';
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The normalized first error line of a failed call's output, or undefined when there is none
+ * or it says too little (fewer than two real words once paths, strings and numbers are folded).
+ */
+export function errorSignature(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const lines = errorTextOf(text).split('\n').map((l) => l.trim()).filter((l) => l.length > 0).slice(0, 60);
+  const line = lines.find((l) => ERROR_LINE.test(l));
+  if (line === undefined) return undefined;
+  const sig = normalizeSignature(line);
+  const words = (sig.replace(/<(?:s|path|hex)>/g, ' ').match(/[a-z]{3,}/g) ?? []).filter((w) => !GENERIC_WORDS.has(w));
+  return words.length >= 2 ? sig : undefined;
+}

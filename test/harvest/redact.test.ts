@@ -1,0 +1,150 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { harvestFiles, looksRandom, redact, redactAll, redactSync } from '../../src/harvest/index.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { openDb } from '../../src/store/db.js';
+import { TemplateStore } from '../../src/store/templates.js';
+import { createLogger } from '../../src/util/logger.js';
+import { exportTemplates } from '../../src/warm/index.js';
+import { SessionBuilder, cleanup, plantedSecrets, prng, randomChars, tempDir, trackDb } from './fixtures.js';
+
+afterEach(cleanup);
+
+describe('redact', () => {
+  it('replaces every planted secret kind with a [REDACTED:<rule>] marker', async () => {
+    for (const seed of [1, 2, 3]) {
+      for (const s of plantedSecrets(seed)) {
+        const r = await redact(`before ${s.text} after`);
+        for (const leak of s.mustNotLeak) expect(r.text, `${s.kind} leaked`).not.toContain(leak);
+        expect(r.text).toContain('[REDACTED:');
+        expect(r.text.startsWith('before ')).toBe(true);
+        expect(r.findings.reduce((n, f) => n + f.count, 0)).toBeGreaterThan(0);
+      }
+    }
+  });
+
+  it('names the rule in the marker and counts findings', () => {
+    const [aws] = plantedSecrets(7);
+    const r = redactSync(`key=${aws?.text ?? ''} and mail bob.smith@example.org`);
+    expect(r.text).toContain('[REDACTED:aws-access-key]');
+    expect(r.text).toContain('[REDACTED:email]');
+    expect(r.findings).toEqual(expect.arrayContaining([{ rule: 'aws-access-key', count: 1 }, { rule: 'email', count: 1 }]));
+  });
+
+  it('runs secretlint as a second layer (a Shopify token only secretlint knows)', async () => {
+    const token = `shpat_${randomChars(prng(5), 32, '0123456789abcdef')}`;
+    expect(redactSync(token).text).toContain(token); // our rules do not know it
+    const r = await redact(`export SHOP=${token}`);
+    expect(r.text).not.toContain(token);
+    expect(r.findings.map((f) => f.rule)).toContain('shopify');
+  });
+
+  it('redacts a batch with one secretlint pass and keeps texts apart', async () => {
+    const secrets = plantedSecrets(11);
+    const texts = ['plain text', ...secrets.map((s) => `x ${s.text} y`), ''];
+    const r = await redactAll(texts);
+    expect(r.texts).toHaveLength(texts.length);
+    expect(r.texts[0]).toBe('plain text');
+    expect(r.texts[texts.length - 1]).toBe('');
+    for (const s of secrets) for (const leak of s.mustNotLeak) expect(r.texts.join('\n')).not.toContain(leak);
+  });
+
+  it('keeps ordinary technical text intact', async () => {
+    const text = [
+      'ran npm run build in src/harvest/redact-rules.ts',
+      'commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 on main',
+      'session 019a93b9-f380-7600-98ff-940e6b99603c with claude-sonnet-4-20250514',
+      'createTokenCounterFromModel and context7__resolve-library-id',
+      'git@github.com:AcidicSoil/chatbot-ui.git',
+      'max_tokens: 4096, password: string',
+    ].join('\n');
+    const r = await redact(text);
+    expect(r.text).toBe(text);
+    expect(r.findings).toEqual([]);
+  });
+
+  it('catches random base62 tokens by entropy, whatever their prefix (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1_000_000 }), fc.constantFrom('', 'tok_', 'key-', 'X'), (seed, prefix) => {
+        const core = randomChars(prng(seed), 32, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789');
+        if (!/[0-9]/.test(core) || !/[a-z]/.test(core) || !/[A-Z]/.test(core)) return;
+        const r = redactSync(`value ${prefix}${core} end`);
+        expect(r.text).not.toContain(core);
+      }),
+      { numRuns: 200 },
+    );
+    expect(looksRandom('src/harvest/redact-rules')).toBe(false);
+  });
+});
+
+describe('nothing planted reaches the database, WAL, export or logs', () => {
+  it('harvests sessions full of secrets into a real SQLite file and proves no secret is in any byte', async () => {
+    const dir = tempDir();
+    const transcripts = join(dir, 'transcripts');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(transcripts);
+    const secrets = plantedSecrets(42);
+    const get = (kind: string): string => secrets.find((s) => s.kind === kind)?.text ?? '';
+    const all = secrets.map((s) => s.text).join('\n');
+    // Two sessions of the same kind (so patterns promote and templates merge), one different.
+    for (const [i, task] of ['deploy the api service to staging', 'deploy the api service to staging again'].entries()) {
+      new SessionBuilder(Date.parse('2026-11-20T10:00:00Z') + i * 3_600_000)
+        .system(`# Deploy rules\nThe deploy key is ${get('github-token')}.\nContact ${get('email')}.`)
+        .user(`${task}. Always cc ${get('email')} on the release notes. The db is ${get('url-password')}.`)
+        .call('terminal', { command: `curl -H "Authorization: Bearer ${get('jwt')}" https://api.example.com/deploy` }, `deployed with token ${get('openai-key')}`)
+        .call('terminal', { command: 'npm run deploy' }, `Error: cannot connect to ${get('url-password')} (auth failed for ${get('aws-access-key')})`, { error: true })
+        .call('patch', { path: 'config/deploy.env', old_string: 'x', new_string: `${get('aws-secret-key')}\nSLACK=${get('slack-token')}` }, 'patched')
+        .call('terminal', { command: 'npm run deploy' }, `ok, uploaded as ${get('aws-access-key')}`)
+        .call('read_file', { path: 'keys/id_rsa' }, get('private-key'))
+        .call('terminal', { command: `export ANTHROPIC_API_KEY=${get('anthropic-key')} && npm test` }, `PASS\n${get('github-pat')}`)
+        .user(`can you also check the key ${get('anthropic-key')} works?`)
+        .assistant(`Done. I used ${get('openai-key')}.`)
+        .writeTo(join(transcripts, `session-${i}.jsonl`));
+    }
+    writeFileSync(join(transcripts, `broken-${get('email')}.jsonl`), `not json ${all}\n`);
+
+    const dbPath = join(dir, 'state', 'contextd.db');
+    const db = trackDb(openDb(dbPath));
+    const store = new TemplateStore(db);
+    const logPath = join(dir, 'harvest.log');
+    const logger = createLogger({ level: 'debug', destination: pino.destination({ dest: logPath, sync: true }) });
+    const summary = await harvestFiles([transcripts], { store, tokenCounter: createTokenCounter(), logger });
+
+    // The harvest did real work: two sessions stored, the broken file reported.
+    expect(summary.harvested).toBe(2);
+    expect(summary.failed).toHaveLength(1);
+    expect(store.count()).toBeGreaterThan(0);
+    const exportPath = join(dir, 'export.json');
+    await exportTemplates(store, exportPath);
+    const exported = readFileSync(exportPath, 'utf8');
+    expect(exported).toContain('[REDACTED:');
+    expect(exported).toContain('npm run deploy');
+
+    const walBytes = existsSync(`${dbPath}-wal`) ? readFileSync(`${dbPath}-wal`) : Buffer.alloc(0);
+    const dbBytesLive = readFileSync(dbPath);
+    db.close();
+    const dbBytesClosed = readFileSync(dbPath);
+    const logText = readFileSync(logPath, 'utf8');
+    expect(logText).toContain('session harvested');
+    const summaryText = JSON.stringify(summary);
+
+    const haystacks: [string, string][] = [
+      ['db (live)', dbBytesLive.toString('latin1')],
+      ['wal', walBytes.toString('latin1')],
+      ['db (closed)', dbBytesClosed.toString('latin1')],
+      ['export', exported],
+      ['log', logText],
+      ['summary', summaryText],
+    ];
+    // Sanity: the stored data is there in plain text (so a leak would be visible).
+    expect(haystacks.some(([, h]) => h.includes('deploy the api service'))).toBe(true);
+    for (const s of secrets) {
+      for (const leak of s.mustNotLeak) {
+        for (const [where, h] of haystacks) expect(h.includes(leak), `${s.kind} found in ${where}`).toBe(false);
+      }
+    }
+  });
+});

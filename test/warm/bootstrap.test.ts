@@ -1,0 +1,124 @@
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { harvestFiles, harvestSession } from '../../src/harvest/index.js';
+import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS } from '../../src/model/tokens.js';
+import { TemplateStore } from '../../src/store/templates.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { bootstrap, recordOutcome, selectTemplates, testTemplate } from '../../src/warm/index.js';
+import { CORPUS_DIR, SessionBuilder, cleanup, codingSession, tempStore } from '../harvest/fixtures.js';
+
+const counter = createTokenCounter();
+const deps = (store: TemplateStore) => ({ store, tokenCounter: counter, logger: silentLogger() });
+
+describe('bootstrap over the real corpus', () => {
+  let store: TemplateStore;
+  beforeAll(async () => {
+    store = tempStore().store;
+    const summary = await harvestFiles([CORPUS_DIR], deps(store));
+    expect(summary.failed).toEqual([]);
+    expect(summary.harvested).toBeGreaterThanOrEqual(10);
+  });
+  afterEach(() => undefined);
+
+  it('never exceeds the token budget, counted with the same TokenCounter (property)', () => {
+    const words = ['fix', 'parser', 'test', 'html', 'renderer', 'garden', 'tent', 'session', 'viewer', 'zip', 'export', 'deploy', 'readme', 'python', 'uv', 'ruff', 'git', 'merge', 'research', 'plan', 'mode', 'browser', 'skills', 'the', 'a'];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 3000 }), fc.option(fc.constantFrom('AcidicSoil/codex-session-viewer', 'acme/none')), (task, budget, repo) => {
+        const r = bootstrap({ task: task.join(' '), budgetTokens: budget, repo: repo ?? undefined }, { store, tokenCounter: counter });
+        const recount = r.messages.reduce((n, m) => n + counter.count(m.content) + MESSAGE_OVERHEAD_TOKENS, 0);
+        expect(r.tokens).toBe(recount);
+        expect(r.tokens).toBeLessThanOrEqual(budget);
+        if (r.messages.length === 0) expect(r.templateIds).toEqual([]);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('renders one compact system message with knowledge, context and examples for a matching task', () => {
+    const r = bootstrap({ task: 'fix the failing tests for the combined transcript link in the html renderer' }, { store, tokenCounter: counter });
+    expect(r.messages).toHaveLength(1);
+    expect(r.messages[0]?.role).toBe('system');
+    const text = r.messages[0]?.content ?? '';
+    expect(text).toMatch(/^\[contextd warm start\]/);
+    expect(text).toContain('Context:');
+    expect(text).toContain('Tool calls that worked:');
+    expect(r.tokens).toBeLessThanOrEqual(2000);
+    expect(r.tokens).toBeGreaterThan(200);
+    expect(r.templateIds.length).toBeGreaterThan(0);
+    expect(r.taskType).toBe('code');
+  });
+
+  it('prefers the template of the requested repo', () => {
+    const r = selectTemplates(store, { task: 'what should I work on next', repo: 'https://github.com/AcidicSoil/codex-session-viewer.git' });
+    expect(r.ranked[0]?.template.repo).toBe('AcidicSoil/codex-session-viewer');
+    expect(r.ranked[0]?.parts.repo).toBe(1);
+  });
+
+  it('a tiny budget yields nothing rather than an over-budget message', () => {
+    const r = bootstrap({ task: 'fix the parser', budgetTokens: 5 }, { store, tokenCounter: counter });
+    expect(r).toMatchObject({ messages: [], tokens: 0, templateIds: [] });
+  });
+});
+
+describe('line-wise token counting', () => {
+  it('the sum of per-line counts equals the count of the joined text for rendered-shape lines (property)', () => {
+    const unit = fc.constantFrom('a', 'B', ' ', '.', '-', '`', '[', ']', '1', 'é', '😀', ':', '/', '"', '→', '…', "'", 's');
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit, minLength: 1, maxLength: 40 }).map((s) => `- ${s.replace(/\s+/g, ' ').trim()}`), { minLength: 1, maxLength: 12 }), (lines) => {
+        const sum = lines.reduce((n, l, i) => n + counter.count(i < lines.length - 1 ? `${l}\n` : l), 0);
+        expect(sum).toBe(counter.count(lines.join('\n')));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('selection and feedback', () => {
+  afterEach(cleanup);
+
+  it('breaks ties by success rate, fed by recordOutcome', async () => {
+    const { store, db } = tempStore();
+    // Two templates with identical text in two different (unrequested) repos…
+    const a = await harvestSession({ sessionId: 'a', messages: codingSession().messages, meta: { repo: 'acme/one' } }, deps(store));
+    const b = await harvestSession({ sessionId: 'b', messages: codingSession().messages, meta: { repo: 'acme/two' } }, deps(store));
+    expect(a.templateId).not.toBe(b.templateId);
+    // …and the same harvest value (the second one scored lower on novelty): a perfect tie.
+    db.prepare('UPDATE templates SET value_score = 0.5').run();
+    const before = selectTemplates(store, { task: 'fix the failing parser test' }).ranked;
+    expect(before[0]?.score).toBe(before[1]?.score);
+    const loser = before[0]?.template.id ?? '';
+    const winner = before[1]?.template.id ?? '';
+    recordOutcome([loser], 'failure', { store });
+    recordOutcome([winner], 'success', { store });
+    const after = selectTemplates(store, { task: 'fix the failing parser test' }).ranked;
+    expect(after[0]?.template.id).toBe(winner);
+    expect(store.summaries([winner])[0]).toMatchObject({ usageCount: 1, successCount: 1 });
+  });
+
+  it('classifies the task and matches lexically; an empty store bootstraps nothing', async () => {
+    const { store } = tempStore();
+    expect(bootstrap({ task: 'anything' }, { store, tokenCounter: counter })).toMatchObject({ messages: [], tokens: 0, templateIds: [] });
+    await harvestSession({ sessionId: 'code', messages: codingSession().messages }, deps(store));
+    const research = new SessionBuilder()
+      .user('research the best practice for node stream backpressure and explain it')
+      .call('web_search', { query: 'node stream backpressure' }, 'results')
+      .call('web_fetch', { url: 'https://nodejs.org/en/learn/modules/backpressuring-in-streams' }, 'Backpressure happens when…')
+      .assistant('Here is how backpressure works.');
+    await harvestSession({ sessionId: 'research', messages: research.messages }, deps(store));
+    const r = bootstrap({ task: 'explain backpressure in node streams' }, { store, tokenCounter: counter });
+    expect(r.taskType).toBe('research');
+    expect(r.candidates[0]?.name).toMatch(/^research the best practice/);
+    expect(r.messages[0]?.content).toContain('https://nodejs.org/en/learn/modules/backpressuring-in-streams');
+  });
+
+  it('testTemplate renders a single template and rejects unknown ids', async () => {
+    const { store } = tempStore();
+    const h = await harvestSession({ sessionId: 'a', messages: codingSession().messages }, deps(store));
+    const r = testTemplate(h.templateId ?? '', { task: 'anything at all', budgetTokens: 400 }, { store, tokenCounter: counter });
+    expect(r.templateIds).toEqual([h.templateId]);
+    expect(r.tokens).toBeLessThanOrEqual(400);
+    expect(r.messages[0]?.content).toContain('npm test');
+    expect(() => testTemplate('t-nope0000', { task: 'x' }, { store, tokenCounter: counter })).toThrow(/no template/);
+    expect(() => bootstrap({ task: 'x', budgetTokens: 0 }, { store, tokenCounter: counter })).toThrow(/positive integer/);
+  });
+});

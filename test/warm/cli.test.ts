@@ -1,0 +1,99 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Command } from 'commander';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { registerWarm } from '../../src/cli/warm.js';
+import { isContextdError } from '../../src/util/errors.js';
+import { resolveStateDir, stateDbPath } from '../../src/warm/index.js';
+import { CORPUS_DIR, cleanup, tempDir } from '../harvest/fixtures.js';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  process.exitCode = undefined;
+  cleanup();
+});
+
+async function run(...args: string[]): Promise<string> {
+  const program = new Command('contextd').exitOverride();
+  registerWarm(program);
+  let out = '';
+  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    return true;
+  });
+  try {
+    await program.parseAsync(['node', 'contextd', 'warm', ...args]);
+  } finally {
+    spy.mockRestore();
+  }
+  return out;
+}
+
+describe('contextd warm CLI', () => {
+  it('harvests, lists, shows, bootstraps, tests, exports, imports and deletes', async () => {
+    const state = join(tempDir(), 'state');
+    const file = join(CORPUS_DIR, 'codex__AcidicSoil_codex-session-view__rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl');
+    const harvest = JSON.parse(await run('harvest', file, join(CORPUS_DIR, 'hermes__OcarCampos_hermes-backup__20260403_124133_eb7fe372.jsonl'), '--state', state, '--json')) as {
+      files: number;
+      harvested: number;
+      filesPerSecond: number;
+      templates: string[];
+    };
+    expect(harvest.files).toBe(2);
+    expect(harvest.harvested).toBe(2);
+    expect(harvest.filesPerSecond).toBeGreaterThan(0);
+    expect(existsSync(stateDbPath(state))).toBe(true);
+
+    const list = JSON.parse(await run('list', '--state', state, '--json')) as { templates: { id: string; name: string; taskType: string }[] };
+    expect(list.templates.map((t) => t.id).sort()).toEqual([...harvest.templates].sort());
+    const human = await run('list', '--state', state);
+    expect(human.split('\n')[0]).toMatch(/^id\s+name\s+type\s+sessions\s+usage\s+success$/);
+    const id = list.templates.find((t) => t.name.startsWith('finish up'))?.id ?? '';
+    expect(id).not.toBe('');
+
+    const show = JSON.parse(await run('show', id, '--state', state, '--json')) as { id: string; repo: string; items: unknown[] };
+    expect(show).toMatchObject({ id, repo: 'AcidicSoil/chatbot-ui' });
+    expect(show.items.length).toBeGreaterThan(0);
+    expect(await run('show', id, '--state', state)).toContain('markers:');
+
+    const boot = JSON.parse(await run('bootstrap', 'wire LM Studio into the local chat handler', '--repo', 'AcidicSoil/chatbot-ui', '--budget', '600', '--state', state, '--json')) as {
+      templateIds: string[];
+      tokens: number;
+      messages: { role: string; content: string }[];
+    };
+    expect(boot.templateIds[0]).toBe(id);
+    expect(boot.tokens).toBeLessThanOrEqual(600);
+    expect(boot.messages[0]?.role).toBe('system');
+    expect(await run('bootstrap', 'wire LM Studio', '--state', state)).toMatch(/tokens of 2000/);
+    const test = JSON.parse(await run('test', id, 'anything', '--budget', '300', '--state', state, '--json')) as { tokens: number; templateIds: string[] };
+    expect(test.templateIds).toEqual([id]);
+    expect(test.tokens).toBeLessThanOrEqual(300);
+
+    const exportFile = join(tempDir(), 'templates.json');
+    expect(await run('export', exportFile, '--state', state)).toMatch(/^exported 2 templates/);
+    expect(JSON.parse(readFileSync(exportFile, 'utf8'))).toMatchObject({ format: 'contextd-warm-templates', schemaVersion: 1 });
+    const other = join(tempDir(), 'other');
+    const imported = JSON.parse(await run('import', exportFile, '--state', other, '--json')) as { templates: { created: number }; bad: unknown[] };
+    expect(imported).toMatchObject({ templates: { created: 2 }, bad: [] });
+
+    expect(await run('delete', id, '--state', state)).toBe(`deleted ${id}\n`);
+    const after = JSON.parse(await run('list', '--state', state, '--json')) as { templates: unknown[] };
+    expect(after.templates).toHaveLength(1);
+  });
+
+  it('usage errors: unknown template, bad budget, missing state', async () => {
+    const state = join(tempDir(), 'state');
+    await run('harvest', join(CORPUS_DIR, 'claude-code__iansherr_claude-code-log__03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl'), '--state', state, '--json');
+    await expect(run('show', 't-000000000000', '--state', state)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'USAGE'));
+    await expect(run('delete', 't-000000000000', '--state', state)).rejects.toThrow(/no template/);
+    await expect(run('bootstrap', 'x', '--budget', '-3', '--state', state)).rejects.toThrow(/--budget must be a positive integer/);
+    await expect(run('list', '--state', join(tempDir(), 'nothing-here'))).rejects.toThrow(/no contextd state/);
+  });
+
+  it('resolves the state dir from the flag, XDG_STATE_HOME, or ~/.local/state', () => {
+    expect(resolveStateDir('/x/y', {})).toBe('/x/y');
+    expect(resolveStateDir(undefined, { XDG_STATE_HOME: '/xdg' })).toBe('/xdg/contextd');
+    expect(resolveStateDir(undefined, { HOME: '/home/u' })).toBe('/home/u/.local/state/contextd');
+    expect(resolveStateDir(undefined, { STATE_DIRECTORY: '/var/lib/contextd', XDG_STATE_HOME: '/xdg' })).toBe('/var/lib/contextd');
+  });
+});
