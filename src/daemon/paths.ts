@@ -1,4 +1,5 @@
-import { homedir, tmpdir, userInfo } from 'node:os';
+import { homedir } from 'node:os';
+import { defaultSocketPath as ipcDefaultSocketPath } from '../ipc/paths.js';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 
@@ -22,13 +23,12 @@ export function dbPathIn(stateDir: string): string {
 
 /**
  * The socket path: systemd's `$RUNTIME_DIRECTORY/contextd.sock` under RuntimeDirectory=,
- * else `$XDG_RUNTIME_DIR/contextd.sock`, else a per-user directory in the temp dir.
+ * else the IPC default (`$XDG_RUNTIME_DIR/contextd.sock`, else a private per-user temp dir).
  */
 export function defaultSocketPath(env: Env = process.env): string {
   const fromSystemd = env['RUNTIME_DIRECTORY']?.split(':')[0];
   if (fromSystemd) return join(fromSystemd, 'contextd.sock');
-  if (env['XDG_RUNTIME_DIR']) return join(env['XDG_RUNTIME_DIR'], 'contextd.sock');
-  return join(tmpdir(), `contextd-${userInfo().uid}`, 'contextd.sock');
+  return ipcDefaultSocketPath(env);
 }
 
 /** The agents' session folders watched by default, those that exist. */

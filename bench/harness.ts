@@ -1,0 +1,79 @@
+/** Shared helpers of the benchmark scenarios: percentiles, RSS, timing. */
+import { readFileSync } from 'node:fs';
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx] as number;
+}
+
+export function summarize(samples: readonly number[]): { n: number; p50: number; p99: number; max: number; mean: number } {
+  const s = [...samples].sort((a, b) => a - b);
+  const mean = s.reduce((a, b) => a + b, 0) / Math.max(1, s.length);
+  return { n: s.length, p50: round(percentile(s, 50)), p99: round(percentile(s, 99)), max: round(s[s.length - 1] ?? Number.NaN), mean: round(mean) };
+}
+
+export function round(n: number, digits = 3): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+/** Resident set size of a process in MiB, from /proc (Linux). */
+export function rssMiB(pid: number = process.pid): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /VmRSS:\s+(\d+) kB/.exec(status);
+  return m ? round(Number(m[1]) / 1024, 1) : Number.NaN;
+}
+
+/** Peak resident set size of a process in MiB (VmHWM). */
+export function peakRssMiB(pid: number = process.pid): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /VmHWM:\s+(\d+) kB/.exec(status);
+  return m ? round(Number(m[1]) / 1024, 1) : Number.NaN;
+}
+
+export function nowMs(): number {
+  return performance.now();
+}
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { existsSync as exists } from 'node:fs';
+
+/** The built CLI entry (bench runs from dist/bench, sources in bench/ are compiled beside src/). */
+export function cliPath(): string {
+  for (const rel of ['../src/cli/main.js', '../dist/src/cli/main.js']) {
+    const p = fileURLToPath(new URL(rel, import.meta.url));
+    if (exists(p)) return p;
+  }
+  throw new Error('bench: dist/src/cli/main.js not found; run `npm run build` first');
+}
+
+/** Spawn `contextd daemon ARGS` and resolve once it logs that it is running. */
+export async function startDaemonProcess(args: readonly string[], timeoutMs = 120_000): Promise<{ proc: ChildProcess; stop: () => Promise<void> }> {
+  const proc = spawn(process.execPath, [cliPath(), 'daemon', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CONTEXTD_LOG_LEVEL: 'info' } });
+  let buf = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`daemon did not start in ${timeoutMs} ms: ${buf.slice(-2000)}`)), timeoutMs);
+    proc.stderr?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      if (buf.includes('"msg":"contextd running"')) {
+        clearTimeout(timer);
+        resolve();
+      }
+      if (buf.length > 1_000_000) buf = buf.slice(-100_000);
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`daemon exited with ${code}: ${buf.slice(-2000)}`));
+    });
+  });
+  proc.stderr?.resume();
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (proc.exitCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+    });
+  return { proc, stop };
+}

@@ -1,0 +1,78 @@
+import type { Command } from 'commander';
+import { Daemon } from '../daemon/daemon.js';
+import { loadConfigFile, resolveDaemonOptions, type ConfigFile } from '../daemon/config.js';
+import { installSignalHandlers } from '../daemon/signals.js';
+import { createLogger } from '../util/logger.js';
+import { describeError } from '../util/errors.js';
+import { parsePositiveInt, parseRatio } from './output.js';
+
+interface DaemonFlags {
+  config?: string;
+  watch?: string[];
+  socket?: string;
+  state?: string;
+  budget?: number;
+  reserve?: number;
+  logLevel?: string;
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** Config file + flags → validated options (flags win). Exported for SIGHUP reloads and tests. */
+export function optionsFrom(flags: DaemonFlags, env: Readonly<Record<string, string | undefined>> = process.env) {
+  const file: ConfigFile = flags.config ? loadConfigFile(flags.config) : {};
+  const overrides: ConfigFile = {
+    ...(flags.watch ? { watch: flags.watch } : {}),
+    ...(flags.socket ? { socket: flags.socket } : {}),
+    ...(flags.state ? { state: flags.state } : {}),
+    ...(flags.budget !== undefined ? { budgetTokens: flags.budget } : {}),
+    ...(flags.reserve !== undefined ? { reserveRatio: flags.reserve } : {}),
+    ...(flags.logLevel ? { logLevel: flags.logLevel as ConfigFile['logLevel'] } : {}),
+  };
+  return resolveDaemonOptions(file, overrides, env);
+}
+
+/** Run the daemon in the foreground until SIGTERM/SIGINT. */
+export async function runDaemon(flags: DaemonFlags): Promise<void> {
+  const options = optionsFrom(flags);
+  const journald = process.env['JOURNAL_STREAM'] !== undefined;
+  const logger = createLogger({ level: options.logLevel, journald });
+  const daemon = new Daemon(options, { logger });
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err: describeError(err), stack: err.stack }, 'uncaught exception: shutting down');
+    void daemon.stop('uncaughtException').finally(() => process.exit(1));
+  });
+  process.on('unhandledRejection', (err) => {
+    logger.error({ err: describeError(err) }, 'unhandled rejection (bug): continuing');
+  });
+  // A closed stdout/stderr pipe (e.g. `contextd daemon | head`) must not kill the daemon.
+  process.stdout.on('error', () => undefined);
+  process.stderr.on('error', () => undefined);
+  installSignalHandlers(
+    {
+      stop: (reason) => daemon.stop(reason),
+      reload: () => daemon.reload(optionsFrom(flags)),
+    },
+    logger,
+  );
+  await daemon.start();
+}
+
+/** `contextd daemon [--config F] [--watch DIR]... [--socket P] [--state DIR] [--budget N] [--reserve R]` */
+export function registerDaemon(program: Command): void {
+  program
+    .command('daemon')
+    .description('watch agent transcripts, keep headroom, serve and push compaction plans on the socket')
+    .option('--config <file>', 'JSON config file (every field optional; flags win)')
+    .option('--watch <dir>', 'directory or file to watch (repeatable; replaces the default list)', collect)
+    .option('--socket <path>', 'Unix socket path (default $XDG_RUNTIME_DIR/contextd.sock)')
+    .option('--state <dir>', 'state directory for SQLite (default $XDG_STATE_HOME/contextd)')
+    .option('--budget <tokens>', 'context window in tokens for every session (default: per model)', parsePositiveInt('--budget'))
+    .option('--reserve <ratio>', 'share of the window kept free (default 0.15)', parseRatio('--reserve'))
+    .option('--log-level <level>', 'pino log level (default info)')
+    .action(async (flags: DaemonFlags) => {
+      await runDaemon(flags);
+    });
+}

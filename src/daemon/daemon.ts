@@ -1,0 +1,285 @@
+import { resolve } from 'node:path';
+import { Tailer } from '../ingest/index.js';
+import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
+import { createSummarizer } from '../compact/index.js';
+import { RpcServer } from '../ipc/index.js';
+import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../store/index.js';
+import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { VERSION } from '../version.js';
+import type { DaemonOptions } from './config.js';
+import { dbPathIn } from './paths.js';
+import { SessionManager } from './sessions.js';
+import { buildHandlers, type DaemonApi } from './handlers.js';
+import { createNotifier, type Notifier } from './sdnotify.js';
+import { listenFdsFromEnv, pickListenFd } from './activation.js';
+import { WarmService } from './warm-service.js';
+
+export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+export interface DaemonDeps {
+  readonly logger: Logger;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly now?: () => number;
+  readonly tokenCounter?: TokenCounter;
+}
+
+/**
+ * The wiring of contextd: tailer → session models → compaction loop → socket pushes, and
+ * finished sessions → harvest → warm templates. Lifecycle: start() once, stop() idempotent.
+ */
+export class Daemon {
+  private stateValue: DaemonState = 'new';
+  private options: DaemonOptions;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private readonly env: Readonly<Record<string, string | undefined>>;
+  private readonly startedAt: number;
+  private db: Db | undefined;
+  private tailer: Tailer | undefined;
+  private server: RpcServer | undefined;
+  private sessions: SessionManager | undefined;
+  private warm: WarmService | undefined;
+  private notifier: Notifier | undefined;
+  private watchdogTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private stopping: Promise<void> | undefined;
+  /** connection id → session ids it subscribed to. */
+  private readonly subscriptions = new Map<string, Set<string>>();
+
+  constructor(options: DaemonOptions, private readonly deps: DaemonDeps) {
+    this.options = options;
+    this.log = deps.logger.child({ component: 'daemon' });
+    this.now = deps.now ?? Date.now;
+    this.env = deps.env ?? process.env;
+    this.startedAt = this.now();
+  }
+
+  get state(): DaemonState {
+    return this.stateValue;
+  }
+
+  get socketPath(): string {
+    return this.options.socketPath;
+  }
+
+  /** Open the store, listen on the socket, start watching; resolves once ready. */
+  async start(): Promise<void> {
+    if (this.stateValue !== 'new') throw new ContextdError(ErrorCode.LIFECYCLE, `daemon cannot start from state ${this.stateValue}`);
+    this.stateValue = 'starting';
+    const o = this.options;
+    const dbPath = dbPathIn(o.stateDir);
+    this.db = openDb(dbPath);
+    const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
+    const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
+    this.sessions = new SessionManager(o, {
+      logger: this.deps.logger,
+      tokenCounter,
+      summarizer,
+      headroomLog: new HeadroomLog(this.db),
+      archive: new Archive(this.db),
+      plans: new PlanLog(this.db),
+      now: this.now,
+    });
+    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now });
+    this.sessions.on('plan', (s, plan) => {
+      const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
+      if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');
+    });
+    this.sessions.on('zone', (s, zone, previous) => {
+      const h = s.model.headroom();
+      this.pushTo(s.sessionId, 'session.headroom', { sessionId: s.sessionId, zone, previousZone: previous ?? null, ...h });
+    });
+
+    const activation = listenFdsFromEnv(this.env as Record<string, string | undefined>, process.pid, {
+      onProblem: (problem) => this.log.warn({ problem }, 'ignoring socket activation variables'),
+    });
+    const fd = activation ? pickListenFd(activation, 'contextd') : undefined;
+    this.notifier = createNotifier({ env: this.env, logger: this.deps.logger });
+    this.server = new RpcServer({
+      ...(fd !== undefined ? { fd } : { socketPath: o.socketPath }),
+      ...(o.socketGroup !== undefined ? { group: o.socketGroup } : {}),
+      maxLineBytes: o.maxMessageBytes,
+      handlers: buildHandlers(this.api()),
+      logger: this.deps.logger,
+    });
+    this.server.on('disconnect', (conn) => {
+      this.subscriptions.delete(conn.id);
+    });
+    await this.server.listen();
+
+    this.tailer = new Tailer({
+      paths: o.watch.map((p) => resolve(p)),
+      maxLineBytes: o.maxLineBytes,
+      formatOverrides: o.formats,
+      logger: this.deps.logger,
+    });
+    this.wireTailer(this.tailer);
+    // The first scan re-reads every live transcript: give systemd more time if it is long.
+    const extend = setInterval(() => void this.notifier?.extendTimeout(30_000), 10_000);
+    try {
+      await this.tailer.start();
+    } finally {
+      clearInterval(extend);
+    }
+
+    await this.notifier.ready(`watching ${o.watch.length} path(s), socket ${fd !== undefined ? 'fd 3' : o.socketPath}`);
+    const wd = this.notifier.watchdogIntervalMs;
+    if (wd !== undefined) {
+      this.watchdogTimer = setInterval(() => void this.notifier?.watchdog(), wd);
+      this.watchdogTimer.unref();
+    }
+    this.idleTimer = setInterval(() => this.harvestIdle(), Math.min(60_000, Math.max(1_000, Math.floor(o.idleTimeoutMs / 4))));
+    this.idleTimer.unref();
+    this.stateValue = 'running';
+    this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
+  }
+
+  /** Drain in-flight plans, flush SQLite, close and remove the socket. Idempotent. */
+  stop(reason = 'stop'): Promise<void> {
+    this.stopping ??= this.doStop(reason);
+    return this.stopping;
+  }
+
+  private async doStop(reason: string): Promise<void> {
+    this.stateValue = 'stopping';
+    this.log.info({ reason }, 'contextd stopping');
+    await this.notifier?.stopping();
+    if (this.watchdogTimer) clearInterval(this.watchdogTimer);
+    if (this.idleTimer) clearInterval(this.idleTimer);
+    await this.tailer?.close();
+    await this.sessions?.drain();
+    await this.server?.close();
+    if (this.db?.open) {
+      try {
+        this.db.pragma('wal_checkpoint(TRUNCATE)');
+      } catch (err) {
+        this.log.warn({ err: describeError(err) }, 'WAL checkpoint failed at shutdown');
+      }
+      this.db.close();
+    }
+    this.stateValue = 'stopped';
+    this.log.info({ reason }, 'contextd stopped');
+  }
+
+  /** Apply new options (SIGHUP). Watch list, socket and state dir need a restart. */
+  reload(options: DaemonOptions): void {
+    void this.notifier?.reloading();
+    const restartNeeded = ['socketPath', 'stateDir'].filter((k) => JSON.stringify(options[k as keyof DaemonOptions]) !== JSON.stringify(this.options[k as keyof DaemonOptions]));
+    this.options = options;
+    this.sessions?.reconfigure(options);
+    if (this.tailer && JSON.stringify(options.watch) !== JSON.stringify(this.tailer.paths)) {
+      this.log.warn({ watch: options.watch }, 'watch list changed: takes effect after a restart');
+    }
+    void this.notifier?.ready();
+    this.log.info({ restartNeeded, reserveRatio: options.reserveRatio, softWatermark: options.softWatermark, budgetTokens: options.budgetTokens ?? null }, 'configuration reloaded');
+  }
+
+  private wireTailer(tailer: Tailer): void {
+    const sessions = this.sessions as SessionManager;
+    tailer.on('events', (e) => {
+      try {
+        sessions.ingest(e.file, e.sessionId, e.format, e.events);
+      } catch (err) {
+        this.log.error({ sessionId: e.sessionId, file: e.file, err: describeError(err) }, 'could not apply transcript events');
+      }
+    });
+    tailer.on('reset', (e) => sessions.resetSession(e.file, e.sessionId, e.reason));
+    tailer.on('removed', (e) => sessions.removeSession(e.sessionId));
+    tailer.on('line-error', (e) => this.log.warn({ sessionId: e.sessionId, file: e.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped'));
+    tailer.on('error', (err) => this.log.warn({ err: describeError(err), code: (err as ContextdError).code }, 'tailer error'));
+  }
+
+  private pushTo(sessionId: string, method: string, params: unknown): number {
+    let n = 0;
+    for (const [connId, subs] of this.subscriptions) {
+      if (subs.has(sessionId) && this.server?.notify(connId, method, params)) n++;
+    }
+    return n;
+  }
+
+  private harvestIdle(): void {
+    const sessions = this.sessions;
+    if (!sessions || !this.warm) return;
+    const cutoff = this.now() - this.options.idleTimeoutMs;
+    for (const s of sessions.all()) {
+      if (s.ended || s.lastActivityAt > cutoff) continue;
+      s.ended = true;
+      void this.warm.harvest(s, 'unknown').then(
+        (r) => this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested'),
+        (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
+      );
+    }
+  }
+
+  /** What the socket handlers may do; the handlers never see the wiring itself. */
+  private api(): DaemonApi {
+    return {
+      version: VERSION,
+      sessions: () => this.sessions as SessionManager,
+      warm: () => this.warm as WarmService,
+      archive: () => new Archive(this.db as Db),
+      subscribe: (connId, sessionId) => {
+        let subs = this.subscriptions.get(connId);
+        if (!subs) this.subscriptions.set(connId, (subs = new Set()));
+        subs.add(sessionId);
+      },
+      status: () => this.status(),
+    };
+  }
+
+  /** Sessions with headroom, version, uptime (daemon.status). */
+  status(): DaemonStatus {
+    const sessions = this.sessions?.all() ?? [];
+    return {
+      server: { name: 'contextd', version: VERSION },
+      pid: process.pid,
+      uptimeSeconds: Math.round((this.now() - this.startedAt) / 1000),
+      socket: this.options.socketPath,
+      watch: [...this.options.watch],
+      reserveRatio: this.options.reserveRatio,
+      softWatermark: this.options.softWatermark,
+      sessions: sessions.map((s) => {
+        const h = s.model.headroom();
+        return {
+          sessionId: s.sessionId,
+          file: s.file,
+          format: s.format,
+          tokens: h.tokens,
+          total: h.total,
+          headroom: h.headroom,
+          sections: h.sections,
+          reportedTokens: h.reportedTokens ?? null,
+          lastActivityAt: s.lastActivityAt,
+          openPlans: this.sessions?.openPlanCount(s.sessionId) ?? 0,
+          lastEdit: s.lastEdit ?? null,
+          subscribers: [...this.subscriptions.values()].filter((set) => set.has(s.sessionId)).length,
+        };
+      }),
+    };
+  }
+}
+
+export interface DaemonStatus {
+  server: { name: string; version: string };
+  pid: number;
+  uptimeSeconds: number;
+  socket: string;
+  watch: string[];
+  reserveRatio: number;
+  softWatermark: number;
+  sessions: {
+    sessionId: string;
+    file: string;
+    format: string;
+    tokens: number;
+    total: number;
+    headroom: number;
+    sections: number;
+    reportedTokens: number | null;
+    lastActivityAt: number;
+    openPlans: number;
+    lastEdit: { reason: string; at: number; planId: string } | null;
+    subscribers: number;
+  }[];
+}

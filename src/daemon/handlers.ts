@@ -1,0 +1,81 @@
+import { defineHandler, METHODS, PARAMS_SCHEMAS, PROTOCOL_VERSION, type Handler } from '../ipc/index.js';
+import { ContextdError, ErrorCode } from '../util/errors.js';
+import type { Archive } from '../store/index.js';
+import type { SessionManager } from './sessions.js';
+import type { WarmService } from './warm-service.js';
+import type { DaemonStatus } from './daemon.js';
+
+/** What the socket handlers may ask of the daemon. */
+export interface DaemonApi {
+  readonly version: string;
+  sessions(): SessionManager;
+  warm(): WarmService;
+  archive(): Archive;
+  subscribe(connectionId: string, sessionId: string): void;
+  status(): DaemonStatus;
+}
+
+/** The JSON-RPC method table of design §6, each validated by its params schema. */
+export function buildHandlers(api: DaemonApi): Record<string, Handler> {
+  return {
+    [METHODS.initialize]: defineHandler(PARAMS_SCHEMAS[METHODS.initialize], () => ({
+      server: { name: 'contextd', version: api.version },
+      protocolVersion: PROTOCOL_VERSION,
+    })),
+
+    [METHODS.subscribe]: defineHandler(PARAMS_SCHEMAS[METHODS.subscribe], (p, ctx) => {
+      const sessions = api.sessions();
+      let session;
+      if (p.sessionId !== undefined) session = sessions.require(p.sessionId);
+      else if (p.transcriptPath !== undefined) {
+        session = sessions.byTranscript(p.transcriptPath);
+        if (!session) {
+          throw new ContextdError(ErrorCode.UNKNOWN_SESSION, `no live session reads "${p.transcriptPath}": is it under a watched directory, and has a line been written yet?`, { transcriptPath: p.transcriptPath });
+        }
+      } else {
+        session = sessions.all().sort((a, b) => b.lastActivityAt - a.lastActivityAt)[0];
+        if (!session) throw new ContextdError(ErrorCode.UNKNOWN_SESSION, 'no live session yet: subscribe again once the agent has written its transcript', {});
+      }
+      api.subscribe(ctx.connectionId, session.sessionId);
+      return { sessionId: session.sessionId, headroom: session.model.headroom() };
+    }),
+
+    [METHODS.headroom]: defineHandler(PARAMS_SCHEMAS[METHODS.headroom], (p) => {
+      const s = api.sessions().require(p.sessionId);
+      const h = s.model.headroom();
+      return { ...h };
+    }),
+
+    [METHODS.sections]: defineHandler(PARAMS_SCHEMAS[METHODS.sections], (p) => api.sessions().require(p.sessionId).model.sections()),
+
+    [METHODS.compact]: defineHandler(PARAMS_SCHEMAS[METHODS.compact], (p) =>
+      api.sessions().compactNow(p.sessionId, p.targetHeadroom, p.dryRun ?? false),
+    ),
+
+    [METHODS.ack]: defineHandler(PARAMS_SCHEMAS[METHODS.ack], (p) => {
+      const { headroom } = api.sessions().acknowledge(p.planId, p.applied, p.editIds, p.reason);
+      return { ok: true, headroom };
+    }),
+
+    [METHODS.recall]: defineHandler(PARAMS_SCHEMAS[METHODS.recall], (p) => {
+      const entry = api.archive().get(p.handle);
+      if (!entry || entry.sessionId !== p.sessionId) {
+        throw new ContextdError(ErrorCode.UNKNOWN_HANDLE, `no archived originals under "${p.handle}" for session "${p.sessionId}": handles are quoted in summaries as [contextd recall h_…]`, { handle: p.handle });
+      }
+      return { handle: entry.handle, sessionId: entry.sessionId, reason: entry.reason, sectionIds: entry.sectionIds, messages: entry.messages, tokens: entry.tokens };
+    }),
+
+    [METHODS.endSession]: defineHandler(PARAMS_SCHEMAS[METHODS.endSession], async (p, ctx) => {
+      const s = api.sessions().require(p.sessionId);
+      s.ended = true;
+      const r = await api.warm().harvest(s, p.outcome, ctx.connectionId);
+      return { harvested: r.harvested };
+    }),
+
+    [METHODS.bootstrap]: defineHandler(PARAMS_SCHEMAS[METHODS.bootstrap], (p, ctx) =>
+      api.warm().bootstrap({ task: p.task, budgetTokens: p.budgetTokens, ...(p.repo !== undefined ? { repo: p.repo } : {}) }, ctx.connectionId),
+    ),
+
+    [METHODS.status]: defineHandler(PARAMS_SCHEMAS[METHODS.status], () => api.status()),
+  };
+}

@@ -1,0 +1,317 @@
+import { EventEmitter } from 'node:events';
+import type { TranscriptEvent, TranscriptFormat } from '../ingest/types.js';
+import { SessionModel } from '../model/index.js';
+import type { TokenCounter } from '../model/tokens.js';
+import { applyPlan, planCompaction, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
+import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { LiveSession, headroomLogReason, zoneOf, type Zone } from './live-session.js';
+
+/** The tunables of the compaction loop (a slice of DaemonOptions). */
+export interface LoopOptions {
+  readonly budgetTokens: number | undefined;
+  readonly reserveRatio: number;
+  readonly softWatermark: number;
+  readonly hysteresis: number;
+  readonly minPlanIntervalMs: number;
+}
+
+export interface SessionManagerDeps {
+  readonly logger: Logger;
+  readonly tokenCounter: TokenCounter;
+  readonly summarizer: Summarizer;
+  readonly headroomLog: HeadroomLog;
+  readonly archive: Archive;
+  readonly plans: PlanLog;
+  readonly now?: () => number;
+}
+
+export interface SessionManagerEvents {
+  /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
+  plan: [session: LiveSession, plan: Plan];
+  /** Headroom crossed a watermark. */
+  zone: [session: LiveSession, zone: Zone, previous: Zone | undefined];
+}
+
+/** A plan waiting for the agent's ack. */
+interface OpenPlan {
+  readonly plan: Plan;
+  readonly session: LiveSession;
+  readonly modelVersion: number;
+}
+
+/**
+ * Keeps one SessionModel per live session, logs headroom, and runs the compaction loop:
+ * past the soft watermark or the reserve it plans (off the ingest path), archives the
+ * originals, records the plan, and emits it for the daemon to push.
+ */
+export class SessionManager extends EventEmitter<SessionManagerEvents> {
+  private readonly sessions = new Map<string, LiveSession>();
+  private readonly byFile = new Map<string, LiveSession>();
+  private readonly openPlans = new Map<string, OpenPlan>();
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private options: LoopOptions;
+  private closing = false;
+
+  constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
+    super();
+    this.options = options;
+    this.log = deps.logger.child({ component: 'sessions' });
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Replace the loop's tunables (SIGHUP). Models keep their state; budgets apply from now on. */
+  reconfigure(options: LoopOptions): void {
+    this.options = options;
+    for (const s of this.sessions.values()) {
+      const fresh = this.newModel(s.sessionId);
+      fresh.applyAll(this.replayable(s));
+      s.model = fresh;
+      this.afterChange(s);
+    }
+  }
+
+  get(sessionId: string): LiveSession | undefined {
+    return this.sessions.get(sessionId);
+  }
+
+  /** The session with this id, or a coded error a client can act on. */
+  require(sessionId: string): LiveSession {
+    const s = this.sessions.get(sessionId);
+    if (!s) throw new ContextdError(ErrorCode.UNKNOWN_SESSION, `unknown session "${sessionId}": it is not being watched (see daemon.status for live sessions)`, { sessionId });
+    return s;
+  }
+
+  byTranscript(file: string): LiveSession | undefined {
+    return this.byFile.get(file);
+  }
+
+  all(): LiveSession[] {
+    return [...this.sessions.values()];
+  }
+
+  /** Events read from a transcript: apply them and react to the new headroom. */
+  ingest(file: string, sessionId: string, format: TranscriptFormat, events: readonly TranscriptEvent[]): LiveSession {
+    let s = this.sessions.get(sessionId);
+    if (!s) {
+      s = new LiveSession(sessionId, file, format, this.newModel(sessionId), this.now());
+      this.sessions.set(sessionId, s);
+      this.byFile.set(file, s);
+      this.log.info({ sessionId, file, format }, 'session opened');
+    }
+    s.model.applyAll(events);
+    s.lastActivityAt = this.now();
+    s.ended = false;
+    this.afterChange(s);
+    return s;
+  }
+
+  /** The transcript was truncated or replaced: drop the model; the tailer re-reads from 0. */
+  resetSession(file: string, sessionId: string, reason: string): void {
+    const s = this.sessions.get(sessionId);
+    if (!s) return;
+    s.model = this.newModel(sessionId);
+    s.lastPlannedVersion = -1;
+    s.lastLogged = undefined;
+    this.expirePlansOf(sessionId, `transcript ${reason}`);
+    this.log.warn({ sessionId, file, reason }, 'transcript rewritten: rebuilding the session model');
+  }
+
+  /** The transcript is gone: forget the session (its archive and logs stay in SQLite). */
+  removeSession(sessionId: string): void {
+    const s = this.sessions.get(sessionId);
+    if (!s) return;
+    if (s.planTimer) clearTimeout(s.planTimer);
+    this.sessions.delete(sessionId);
+    this.byFile.delete(s.file);
+    this.expirePlansOf(sessionId, 'transcript removed');
+    this.log.info({ sessionId, file: s.file }, 'session closed: transcript removed');
+  }
+
+  /** Plan now, regardless of watermarks (session.compact). */
+  async compactNow(sessionId: string, targetHeadroom: number | undefined, dryRun: boolean): Promise<Plan> {
+    const s = this.require(sessionId);
+    const plan = await this.makePlan(s, 'manual', targetHeadroom, dryRun);
+    if (dryRun) return { ...plan, dryRun: true } as Plan;
+    this.publish(s, plan);
+    return plan;
+  }
+
+  /** The agent's answer to a plan. Returns the session's headroom after it. */
+  acknowledge(planId: string, applied: boolean, editIds: readonly string[] | undefined, reason: string | undefined): { headroom: number } {
+    const open = this.openPlans.get(planId);
+    if (!open) {
+      const stored = this.deps.plans.get(planId);
+      const why = stored ? `plan "${planId}" is ${stored.status}${stored.statusReason ? ` (${stored.statusReason})` : ''}` : `plan "${planId}" is unknown`;
+      throw new ContextdError(ErrorCode.PLAN_EXPIRED, `${why}: wait for the next compaction.proposed or call session.compact`, { planId });
+    }
+    this.openPlans.delete(planId);
+    const { session: s, plan } = open;
+    if (!applied) {
+      this.deps.plans.setStatus(planId, 'rejected', reason);
+      this.log.info({ sessionId: s.sessionId, planId, reason }, 'plan rejected by the agent; re-planned only when the session changes');
+      return { headroom: s.model.headroom().headroom };
+    }
+    const chosen = editIds ? plan.edits.filter((e) => editIds.includes(e.editId)) : plan.edits;
+    const before = s.model.headroom();
+    applyPlan(s.model, plan, chosen.map((e) => e.editId));
+    const after = s.model.headroom();
+    const status = chosen.length === plan.edits.length ? 'applied' : 'partially-applied';
+    this.deps.plans.setStatus(planId, status, reason);
+    s.lastEdit = { reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId };
+    this.log.info(
+      { sessionId: s.sessionId, planId, edits: chosen.length, headroomBefore: before.headroom, headroomAfter: after.headroom, tokensBefore: before.tokens, tokensAfter: after.tokens },
+      'plan applied by the agent',
+    );
+    s.lastPlannedVersion = s.model.version;
+    this.afterChange(s, 'edit');
+    return { headroom: after.headroom };
+  }
+
+  /** Wait for in-flight plans, cancel timers (shutdown). */
+  async drain(): Promise<void> {
+    this.closing = true;
+    for (const s of this.sessions.values()) if (s.planTimer) clearTimeout(s.planTimer);
+    await Promise.allSettled(this.all().map((s) => s.planning ?? Promise.resolve()));
+  }
+
+  private newModel(sessionId: string): SessionModel {
+    return new SessionModel({
+      sessionId,
+      tokenCounter: this.deps.tokenCounter,
+      reserveRatio: this.options.reserveRatio,
+      ...(this.options.budgetTokens !== undefined ? { budgetTokens: this.options.budgetTokens } : {}),
+    });
+  }
+
+  /** Messages of a session as events, to rebuild its model under new options. */
+  private replayable(s: LiveSession): TranscriptEvent[] {
+    const meta = s.model.meta();
+    const h = s.model.headroom();
+    return [
+      { type: 'meta', meta },
+      ...s.model.messages().map((message) => ({ type: 'message' as const, message })),
+      ...(h.reportedTokens !== undefined ? [{ type: 'usage' as const, contextTokens: h.reportedTokens }] : []),
+    ];
+  }
+
+  private afterChange(s: LiveSession, forcedReason?: string): void {
+    const h = s.model.headroom();
+    const zone = zoneOf(h, this.options);
+    const previous = s.lastLogged;
+    const reason = forcedReason ?? headroomLogReason(previous, { headroom: h.headroom, zone });
+    if (reason) {
+      s.lastLogged = { headroom: h.headroom, zone };
+      const sample = { sessionId: s.sessionId, at: this.now(), tokens: h.tokens, total: h.total, reserveRatio: h.reserveRatio, headroom: h.headroom, sections: h.sections, reportedTokens: h.reportedTokens, reason, file: s.file };
+      this.log.info({ ...sample, zone }, 'headroom');
+      try {
+        this.deps.headroomLog.record(sample);
+      } catch (err) {
+        this.log.error({ sessionId: s.sessionId, err: describeError(err), code: (err as ContextdError).code }, 'headroom sample not stored; continuing');
+      }
+      if (previous?.zone !== zone) this.emit('zone', s, zone, previous?.zone);
+    }
+    if (zone !== 'ok') this.schedulePlan(s, zone === 'reserve' ? 'reserve' : 'soft');
+  }
+
+  private schedulePlan(s: LiveSession, mode: PlanMode): void {
+    if (this.closing || s.planning || s.planTimer) return;
+    if (s.model.version === s.lastPlannedVersion) return;
+    const wait = s.lastPlanAt + this.options.minPlanIntervalMs - this.now();
+    if (wait > 0) {
+      s.planTimer = setTimeout(() => {
+        s.planTimer = undefined;
+        const zone = zoneOf(s.model.headroom(), this.options);
+        if (zone !== 'ok') this.schedulePlan(s, zone === 'reserve' ? 'reserve' : 'soft');
+      }, wait);
+      s.planTimer.unref();
+      return;
+    }
+    s.planning = this.runPlan(s, mode).finally(() => {
+      s.planning = undefined;
+    });
+  }
+
+  private async runPlan(s: LiveSession, mode: PlanMode): Promise<void> {
+    try {
+      const plan = await this.makePlan(s, mode, undefined, false);
+      if (plan.edits.length === 0) {
+        this.log.info({ sessionId: s.sessionId, mode, headroom: plan.headroomBefore }, 'nothing to compact');
+        return;
+      }
+      this.publish(s, plan);
+    } catch (err) {
+      this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
+    }
+  }
+
+  private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun = false): Promise<Plan> {
+    if (!dryRun) {
+      s.lastPlanAt = this.now();
+      s.lastPlannedVersion = s.model.version;
+    }
+    const plan = await planCompaction(s.model, {
+      mode,
+      reserveRatio: this.options.reserveRatio,
+      softWatermark: this.options.softWatermark,
+      hysteresis: this.options.hysteresis,
+      summarizer: this.deps.summarizer,
+      tokenCounter: this.deps.tokenCounter,
+      cache: s.summaryCache,
+      now: this.now,
+      ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
+    });
+    // Originals go to the archive before anyone can apply the plan: nothing is lost.
+    if (plan.edits.length > 0 && !dryRun) {
+      this.deps.archive.putMany(
+        plan.edits.map((e) => {
+          const messages = e.replaces.flatMap((id) => [...s.model.messagesOf(id)]);
+          return { handle: e.handle, sessionId: s.sessionId, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages, tokens: e.tokensBefore, createdAt: plan.createdAt };
+        }),
+      );
+    }
+    return plan;
+  }
+
+  private publish(s: LiveSession, plan: Plan): void {
+    this.expirePlansOf(s.sessionId, 'superseded by a newer plan');
+    this.openPlans.set(plan.planId, { plan, session: s, modelVersion: plan.modelVersion });
+    this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'proposed', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
+    this.log.info(
+      {
+        sessionId: s.sessionId,
+        planId: plan.planId,
+        mode: plan.mode,
+        headroomBefore: plan.headroomBefore,
+        headroomAfter: plan.headroomAfter,
+        tokensBefore: plan.tokensBefore,
+        tokensAfter: plan.tokensAfter,
+        survival: plan.survival,
+        edits: plan.edits.map((e) => ({ editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, handle: e.handle, scores: e.scores })),
+      },
+      'compaction planned',
+    );
+    this.emit('plan', s, plan);
+  }
+
+  private expirePlansOf(sessionId: string, why: string): void {
+    for (const [id, open] of this.openPlans) {
+      if (open.session.sessionId !== sessionId) continue;
+      this.openPlans.delete(id);
+      try {
+        this.deps.plans.setStatus(id, 'expired', why);
+      } catch (err) {
+        this.log.error({ sessionId, planId: id, err: describeError(err) }, 'plan status not stored');
+      }
+    }
+  }
+
+  /** Plans proposed but not yet answered (for status). */
+  openPlanCount(sessionId: string): number {
+    let n = 0;
+    for (const p of this.openPlans.values()) if (p.session.sessionId === sessionId) n++;
+    return n;
+  }
+}

@@ -1,0 +1,56 @@
+import { harvestSession, loadTranscript } from '../harvest/index.js';
+import { redactSync } from '../harvest/redact.js';
+import { bootstrap, recordOutcome, type BootstrapResult } from '../warm/index.js';
+import { TemplateStore } from '../store/templates.js';
+import type { Db } from '../store/index.js';
+import type { TokenCounter } from '../model/tokens.js';
+import type { Logger } from '../util/logger.js';
+import type { LiveSession } from './live-session.js';
+
+export interface WarmServiceDeps {
+  readonly logger: Logger;
+  readonly tokenCounter: TokenCounter;
+  readonly now?: () => number;
+}
+
+/**
+ * The daemon's side of harvest → store → warm: harvests a finished session from its
+ * transcript (the originals, not the compacted context), serves bootstraps, and feeds the
+ * session's outcome back to the templates that were bootstrapped on the same connection.
+ */
+export class WarmService {
+  private readonly store: TemplateStore;
+  private readonly log: Logger;
+  /** connection id → templates it was given by warm.bootstrap. */
+  private readonly bootstrapped = new Map<string, Set<string>>();
+
+  constructor(db: Db, private readonly deps: WarmServiceDeps) {
+    this.store = new TemplateStore(db);
+    this.log = deps.logger.child({ component: 'warm' });
+  }
+
+  async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
+    // The whole transcript, compacted-away history included: harvest wants the originals.
+    const { messages } = await loadTranscript(s.file);
+    const meta = s.model.meta();
+    const result = await harvestSession(
+      { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },
+      { store: this.store, tokenCounter: this.deps.tokenCounter, logger: this.deps.logger, ...(this.deps.now ? { now: this.deps.now } : {}) },
+    );
+    const used = new Set([...s.bootstrappedTemplates, ...(connectionId ? (this.bootstrapped.get(connectionId) ?? []) : [])]);
+    if (used.size > 0 && outcome !== 'unknown') recordOutcome([...used], outcome, { store: this.store });
+    this.log.info({ sessionId: s.sessionId, outcome, templateId: result.templateId ?? null, value: result.value, skipped: result.skipped ?? null, feedback: used.size }, 'session harvested');
+    return { harvested: result.templateId ? 1 : 0 };
+  }
+
+  bootstrap(req: { task: string; repo?: string; budgetTokens: number }, connectionId?: string): BootstrapResult {
+    const result = bootstrap(req, { store: this.store, tokenCounter: this.deps.tokenCounter });
+    if (connectionId && result.templateIds.length > 0) {
+      let set = this.bootstrapped.get(connectionId);
+      if (!set) this.bootstrapped.set(connectionId, (set = new Set()));
+      for (const id of result.templateIds) set.add(id);
+    }
+    this.log.info({ task: redactSync(req.task.slice(0, 120)).text, repo: req.repo ?? null, templateIds: result.templateIds, tokens: result.tokens, budgetTokens: req.budgetTokens }, 'bootstrap served');
+    return result;
+  }
+}

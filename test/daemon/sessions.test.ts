@@ -1,0 +1,104 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { SessionManager } from '../../src/daemon/sessions.js';
+import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/index.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { createSummarizer, type Plan } from '../../src/compact/index.js';
+import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
+import { demoTranscript } from '../../src/demo/transcript.js';
+import type { TranscriptEvent } from '../../src/ingest/types.js';
+
+const dirs: string[] = [];
+const dbs: Db[] = [];
+afterEach(() => {
+  for (const db of dbs.splice(0)) if (db.open) db.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function setup(opts: { full?: boolean } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
+  dirs.push(dir);
+  const db = openDb(join(dir, 'contextd.db'));
+  dbs.push(db);
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const logger = pino({ level: 'debug' }, sink);
+  const manager = new SessionManager(
+    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 },
+    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db) },
+  );
+  if (opts.full) {
+    // A real SQLITE_FULL from here on: the file may not grow past its current size.
+    db.exec('CREATE TABLE IF NOT EXISTS filler (x BLOB)');
+    db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+    // Use up the free space left in the last pages, so the very next write fails.
+    expect(() => {
+      for (;;) db.prepare('INSERT INTO filler VALUES (zeroblob(512))').run();
+    }).toThrow(/full/);
+    expect(() => {
+      for (;;) db.prepare(`INSERT INTO headroom_samples (session_id, at, tokens, total, reserve_ratio, headroom, sections, reason) VALUES ('x', 0, 0, 1, 0.15, 1, 0, 'filler')`).run();
+    }).toThrow(/full/);
+  }
+  return { db, lines, manager };
+}
+
+function events(rounds: number): TranscriptEvent[] {
+  const adapter = createOpenAIChatAdapter();
+  return demoTranscript({ rounds }).flatMap((l, i) => adapter.parseLine(JSON.parse(JSON.stringify(l)) as Record<string, unknown>, i * 1000));
+}
+
+function nextPlan(manager: SessionManager): Promise<Plan> {
+  return new Promise((resolve) => manager.once('plan', (_s, plan) => resolve(plan)));
+}
+
+describe('SessionManager', () => {
+  it('plans past the soft watermark, archives before publishing, and follows an ack', async () => {
+    const { manager, db } = setup();
+    const planned = nextPlan(manager);
+    const s = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
+    const plan = await planned;
+    expect(plan.edits.length).toBeGreaterThan(0);
+    const archive = new Archive(db);
+    for (const e of plan.edits) expect(archive.get(e.handle)?.messages.length).toBeGreaterThan(0);
+    expect(new PlanLog(db).get(plan.planId)?.status).toBe('proposed');
+    const before = s.model.tokens();
+    const { headroom } = manager.acknowledge(plan.planId, true, undefined, undefined);
+    expect(s.model.tokens()).toBeLessThan(before);
+    expect(headroom).toBe(s.model.headroom().headroom);
+    expect(new PlanLog(db).get(plan.planId)?.status).toBe('applied');
+    expect(() => manager.acknowledge(plan.planId, true, undefined, undefined)).toThrow(/plan "p_\w+" is applied/);
+  });
+
+  it('keeps ingesting when the disk is full, and publishes no plan whose originals could not be archived', async () => {
+    const { manager, lines } = setup({ full: true });
+    let published = 0;
+    manager.on('plan', () => published++);
+    const s = manager.ingest('/t/b.jsonl', 'b', 'openai-chat', events(10));
+    await manager.drain();
+    expect(s.model.tokens()).toBeGreaterThan(10_000);
+    expect(lines.some((l) => l['msg'] === 'headroom sample not stored; continuing' && l['code'] === 'STORE_FULL')).toBe(true);
+    expect(lines.some((l) => l['msg'] === 'planning failed; will retry when the session changes' && l['code'] === 'STORE_FULL')).toBe(true);
+    expect(published).toBe(0);
+  });
+
+  it('logs the numbers behind each headroom line, and a reset rebuilds', () => {
+    const { manager, lines } = setup();
+    manager.ingest('/t/c.jsonl', 'c', 'openai-chat', events(1));
+    const h = lines.find((l) => l['msg'] === 'headroom');
+    expect(h).toMatchObject({ sessionId: 'c', total: 20_000, reason: 'start', file: '/t/c.jsonl' });
+    expect(typeof h?.['tokens']).toBe('number');
+    manager.resetSession('/t/c.jsonl', 'c', 'truncated');
+    expect(manager.get('c')?.model.tokens()).toBe(0);
+    manager.removeSession('c');
+    expect(manager.get('c')).toBeUndefined();
+  });
+});

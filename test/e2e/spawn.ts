@@ -1,0 +1,102 @@
+/** Spawn the real `contextd` CLI from dist/ and follow its NDJSON logs. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+
+export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+export const CORPUS = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface SpawnedDaemon {
+  readonly proc: ChildProcess;
+  readonly logs: LogLine[];
+  readonly stdout: () => string;
+  waitForLog(predicate: (l: LogLine) => boolean, timeoutMs?: number, what?: string): Promise<LogLine>;
+  /** Resolves with the exit code (or signal) once the process is gone. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Start `contextd daemon ARGS` and resolve once it logs that it is running. */
+export async function spawnDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<SpawnedDaemon> {
+  if (process.env['CONTEXTD_BUILD_FAILED']) throw new Error(`the build failed, so the e2e tests cannot run:\n${process.env['CONTEXTD_BUILD_FAILED']}`);
+  if (!existsSync(CLI)) throw new Error(`${CLI} missing: the global setup builds it`);
+  const proc = spawn(process.execPath, [CLI, 'daemon', ...args], {
+    env: { ...process.env, CONTEXTD_LOG_LEVEL: 'debug', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: LogLine[] = [];
+  const waiters: { pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
+  let out = '';
+  let errBuf = '';
+  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr?.on('data', (d: Buffer) => {
+    errBuf += d.toString();
+    let nl: number;
+    while ((nl = errBuf.indexOf('\n')) >= 0) {
+      const line = errBuf.slice(0, nl);
+      errBuf = errBuf.slice(nl + 1);
+      let parsed: LogLine;
+      try {
+        parsed = JSON.parse(line) as LogLine;
+      } catch {
+        parsed = { level: 'raw', msg: line };
+      }
+      logs.push(parsed);
+      for (const w of [...waiters]) {
+        if (w.pred(parsed)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(parsed);
+        }
+      }
+    }
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const waitForLog = (pred: (l: LogLine) => boolean, timeoutMs = 20_000, what = 'log line'): Promise<LogLine> => {
+    const found = logs.find(pred);
+    if (found) return Promise.resolve(found);
+    return new Promise<LogLine>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last logs:\n${logs.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`)), timeoutMs);
+      const w = {
+        pred,
+        resolve: (l: LogLine) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      };
+      waiters.push(w);
+      void exited.then(({ code, signal }) => {
+        if (waiters.includes(w)) {
+          clearTimeout(timer);
+          reject(new Error(`daemon exited (code ${code}, signal ${signal}) while waiting for ${what}; last logs:\n${logs.slice(-15).map((l) => JSON.stringify(l)).join('\n')}`));
+        }
+      });
+    });
+  };
+  const d: SpawnedDaemon = { proc, logs, stdout: () => out, waitForLog, exited };
+  await waitForLog((l) => l.msg === 'contextd running', 30_000, 'contextd running');
+  return d;
+}
+
+/** Run the CLI to completion and capture its output. */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`contextd ${args.join(' ')} timed out; stderr: ${stderr.slice(-2000)}`));
+    }, timeoutMs);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,77 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ContextdClient } from '../../src/ipc/client.js';
+import { demoTranscript } from '../../src/demo/transcript.js';
+import { runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
+
+let daemon: SpawnedDaemon | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  if (daemon && daemon.proc.exitCode === null) {
+    daemon.proc.kill('SIGKILL');
+    await daemon.exited;
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+// Planted, syntactically valid-looking credentials (not real).
+const AWS = 'AKIAIOSFODNN7EXAMPLQ';
+const GH = 'ghp_' + 'x1Y2z3A4b5C6d7E8f9G0h1I2j3K4l5M6n7O8';
+
+describe('finished session → harvest → warm.bootstrap, through the real daemon', () => {
+  it('harvests on session.end, serves a bootstrap within budget, and stores no secret', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'contextd-warm-e2e-'));
+    const watch = join(dir, 'sessions');
+    mkdirSync(watch);
+    const socket = join(dir, 'contextd.sock');
+    const state = join(dir, 'state');
+    daemon = await spawnDaemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', '200000']);
+    const lines = demoTranscript({ rounds: 6 });
+    const file = join(watch, 'billing-fix.jsonl');
+    const withSecret = lines.map((l, i) => (i === 2 ? { ...l, content: `${l.content}\nexport AWS_ACCESS_KEY_ID=${AWS}\ngit remote set-url origin https://${GH}@github.com/acme/billing.git` } : l));
+    writeFileSync(file, withSecret.map((l) => JSON.stringify(l)).join('\n') + '\n');
+
+    const c = new ContextdClient({ socketPath: socket, clientInfo: { name: 'e2e', version: '1' }, reconnect: false });
+    await c.connect();
+    try {
+      let sessionId: string | undefined;
+      for (let i = 0; i < 100 && !sessionId; i++) {
+        try {
+          sessionId = (await c.subscribe({ transcriptPath: file })).sessionId;
+        } catch {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      expect(sessionId).toBe('billing-fix');
+      const ended = await c.endSession(sessionId as string, 'success');
+      expect(ended.harvested).toBe(1);
+
+      const boot = (await c.bootstrap({ task: 'fix the rounding bug in billing totals computeTotal', budgetTokens: 2000 })) as { templateIds: string[]; messages: { content: string }[]; tokens: number };
+      expect(boot.templateIds.length).toBeGreaterThan(0);
+      expect(boot.tokens).toBeGreaterThan(0);
+      expect(boot.tokens).toBeLessThanOrEqual(2000);
+      expect(boot.messages.map((m) => m.content).join('\n')).toMatch(/total\.ts|computeTotal|billing/);
+    } finally {
+      await c.close();
+    }
+    daemon.proc.kill('SIGTERM');
+    expect((await daemon.exited).code).toBe(0);
+
+    const list = await runCli(['warm', 'list', '--state', state, '--json']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain('billing');
+    // Neither the database (and its WAL) nor the daemon's logs hold the planted secrets.
+    for (const f of ['contextd.db', 'contextd.db-wal']) {
+      const p = join(state, f);
+      if (!existsSync(p)) continue;
+      const bytes = readFileSync(p).toString('latin1');
+      expect(bytes).not.toContain(AWS);
+      expect(bytes).not.toContain(GH);
+    }
+    const logs = JSON.stringify(daemon.logs);
+    expect(logs).not.toContain(AWS);
+    expect(logs).not.toContain(GH);
+  });
+});
