@@ -192,6 +192,13 @@ describe('the daemon, spawned for real', () => {
     const plan = (await c1.compact(sessionId, {})) as WirePlan;
     expect(plan.edits.length).toBeGreaterThan(0);
     const h1 = await c1.headroom(sessionId);
+    // A finished sibling session leaves a warm template behind.
+    const done = join(t.watch, 'finished.jsonl');
+    writeFileSync(done, lines(4, 'f').join('\n') + '\n');
+    const finished = await subscribeWhenSeen(c1, done);
+    expect((await c1.endSession(finished, 'success')).harvested).toBe(1);
+    const templatesBefore = (JSON.parse((await runCli(['warm', 'list', '--state', t.state, '--json'])).stdout) as { templates: unknown[] }).templates;
+    expect(templatesBefore.length).toBe(1);
     d1.proc.kill('SIGKILL');
     await d1.exited;
     await c1.close();
@@ -209,6 +216,7 @@ describe('the daemon, spawned for real', () => {
     expect((await d2.exited).code).toBe(0);
     const log = await runCli(['headroom', sessionId, '--state', t.state, '--json']);
     expect((JSON.parse(log.stdout) as { samples: unknown[] }).samples.length).toBeGreaterThan(0);
+    expect((JSON.parse((await runCli(['warm', 'list', '--state', t.state, '--json'])).stdout) as { templates: unknown[] }).templates).toEqual(templatesBefore);
   });
 
   it('follows a real corpus transcript appended line by line', async () => {

@@ -74,4 +74,21 @@ describe('finished session → harvest → warm.bootstrap, through the real daem
     expect(logs).not.toContain(AWS);
     expect(logs).not.toContain(GH);
   });
+
+  it('harvests a session by itself once it has been idle for idleTimeoutMs', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'contextd-idle-e2e-'));
+    const watch = join(dir, 'sessions');
+    mkdirSync(watch);
+    const config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({ idleTimeoutMs: 1500 }));
+    const state = join(dir, 'state');
+    daemon = await spawnDaemon(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', state, '--budget', '200000']);
+    writeFileSync(join(watch, 'quiet.jsonl'), demoTranscript({ rounds: 4 }).map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const harvested = await daemon.waitForLog((l) => l.msg === 'idle session harvested' && l['sessionId'] === 'quiet', 20_000);
+    expect(harvested['harvested']).toBe(1);
+    daemon.proc.kill('SIGTERM');
+    expect((await daemon.exited).code).toBe(0);
+    const list = JSON.parse((await runCli(['warm', 'list', '--state', state, '--json'])).stdout) as { templates: unknown[] };
+    expect(list.templates.length).toBe(1);
+  });
 });
