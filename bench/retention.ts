@@ -21,6 +21,7 @@
  *    text names it and a later user/assistant text does.
  * Generated sessions plant the same categories (see `generateSession`).
  */
+import { seededRandom } from '../src/util/random.js';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Message, TranscriptEvent } from '../src/ingest/types.js';
@@ -114,17 +115,6 @@ export function corpusProbes(messages: readonly Message[]): Probe[] {
 
 // ------------------------------------------------------------ generated sessions
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const FILES = ['src/server/pool.ts', 'src/server/router.ts', 'src/db/client.ts', 'src/util/retry.ts', 'lib/cache/lru.py', 'src/api/handlers.ts', 'src/jobs/scheduler.ts', 'tests/pool.test.ts'];
 const KEYS = ['pool_max_idle_ms', 'retry_backoff_base', 'cache_shard_count', 'scheduler_tick_ms', 'router_max_body_kb', 'db_statement_timeout'];
 const WORDS = 'acquire release queue drain socket handshake latency buffer shard index lease token quota window backoff jitter ledger cursor batch flush'.split(' ');
@@ -142,7 +132,7 @@ export interface GeneratedSession {
  * dump that the last user turn refers to by key.
  */
 export function generateSession(seed: number, turns = 40): GeneratedSession {
-  const r = rng(seed);
+  const r = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
   const word = (): string => pick(WORDS);
   const events: TranscriptEvent[] = [];

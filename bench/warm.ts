@@ -3,6 +3,7 @@
  * the real corpus measuring how much of a session's own opening the bootstrap anticipated,
  * against a seeded random-template baseline.
  */
+import { seededRandom } from '../src/util/random.js';
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -23,17 +24,8 @@ export interface BenchWarmOptions {
   readonly seed?: number;
 }
 
-/** A seeded mulberry32 PRNG. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded PRNG (re-exported for the tests that used it from here). */
+export const rng = seededRandom;
 
 function pick<T>(r: () => number, xs: readonly T[]): T {
   return xs[Math.floor(r() * xs.length)] as T;

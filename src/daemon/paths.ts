@@ -1,25 +1,18 @@
 import { homedir } from 'node:os';
 import { defaultSocketPath as ipcDefaultSocketPath } from '../ipc/paths.js';
+import { resolveStateDir, stateDbPath } from '../store/paths.js';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/**
- * Where the state (SQLite) lives: systemd's `$STATE_DIRECTORY` when run as a unit with
- * StateDirectory=, else `$XDG_STATE_HOME/contextd`, else `~/.local/state/contextd`.
- */
+/** Where the state (SQLite) lives when no --state is given (see store/paths.ts). */
 export function defaultStateDir(env: Env = process.env): string {
-  const fromSystemd = env['STATE_DIRECTORY']?.split(':')[0];
-  if (fromSystemd) return fromSystemd;
-  if (env['XDG_STATE_HOME']) return join(env['XDG_STATE_HOME'], 'contextd');
-  return join(env['HOME'] ?? homedir(), '.local', 'state', 'contextd');
+  return resolveStateDir(undefined, env);
 }
 
 /** The SQLite file inside a state directory. */
-export function dbPathIn(stateDir: string): string {
-  return join(stateDir, 'contextd.db');
-}
+export const dbPathIn = stateDbPath;
 
 /**
  * The socket path: systemd's `$RUNTIME_DIRECTORY/contextd.sock` under RuntimeDirectory=,

@@ -6,6 +6,7 @@
  * value seen once in an old output and referred to later, and the final fix.
  * Used by `contextd demo`, the benchmarks and the end-to-end tests.
  */
+import { seededRandom } from '../util/random.js';
 
 export interface DemoLine {
   readonly role: 'system' | 'user' | 'assistant' | 'tool';
@@ -22,18 +23,6 @@ export interface DemoOptions {
   readonly startMs?: number;
   /** A tag mixed into outputs so several demo sessions differ (default 'a'). */
   readonly variant?: string;
-}
-
-/** Deterministic PRNG (mulberry32) so every run writes the same transcript. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const MODULES = ['billing', 'invoices', 'ledger', 'payments', 'refunds', 'tax', 'currency', 'accounts'];
@@ -70,7 +59,7 @@ function stackTrace(round: number): string {
 export function demoTranscript(options: DemoOptions = {}): DemoLine[] {
   const rounds = options.rounds ?? 12;
   const variant = options.variant ?? 'a';
-  const rand = rng(0xc0ffee ^ variant.charCodeAt(0));
+  const rand = seededRandom(0xc0ffee ^ variant.charCodeAt(0));
   let t = options.startMs ?? Date.UTC(2026, 0, 5, 9, 0, 0);
   const ts = () => {
     t += 4_000 + Math.floor(rand() * 20_000);

@@ -2,6 +2,7 @@
  * Test helpers: temp dirs, real SQLite stores, a builder for openai-chat (hermes-style)
  * transcripts and the equivalent Message[], and planted fake secrets from a seeded PRNG.
  */
+import { seededRandom } from '../../src/util/random.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,17 +39,8 @@ export function cleanup(): void {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
-/** A mulberry32 PRNG: deterministic fake secrets per seed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic fake secrets per seed. */
+export const prng = seededRandom;
 
 export function randomChars(rand: () => number, n: number, alphabet: string): string {
   let s = '';
