@@ -69,9 +69,15 @@ export class SummaryCache {
   }
 }
 
-/** The archive handle of a set of sections: `h_` + 16 hex, stable for the same session and ids. */
-export function handleFor(sessionId: string, sectionIds: readonly string[]): string {
-  return `h_${fnv1a64(`${sessionId}\u0000${sectionIds.join(',')}`)}`;
+/**
+ * The archive handle of the messages an edit replaces: `h_` + 16 hex of the session and the
+ * messages' own ids (transcript uuids / byte offsets, plus tool-call ids), which survive a
+ * daemon restart or a model rebuild — section ids restart at s1 and must not name originals,
+ * or a later plan would overwrite what an earlier summary's handle points to.
+ */
+export function handleFor(sessionId: string, messages: readonly Message[]): string {
+  const keys = messages.map((m) => (m.toolCalls && m.toolCalls.length > 0 ? `${m.id}:${m.toolCalls.map((c) => c.id).join('+')}` : m.id));
+  return `h_${fnv1a64(`${sessionId}\u0000${keys.join(',')}`)}`;
 }
 
 /** Tokens the plan must reach, by mode. */
@@ -277,9 +283,9 @@ async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[],
 
 async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildContext): Promise<EditRecord> {
   const ids = run.sections.map((s) => s.id);
-  const handle = handleFor(b.sessionId, ids);
-  const editId = `${b.idPrefix}${fnv1a64(`edit\u0000${b.sessionId}\u0000${ids.join(',')}`)}`;
   const messages: Message[] = run.sections.flatMap((s) => [...model.messagesOf(s.id)]);
+  const handle = handleFor(b.sessionId, messages);
+  const editId = `${b.idPrefix}${fnv1a64(`edit\u0000${b.sessionId}\u0000${ids.join(',')}`)}`;
   const range = {
     start: Math.min(...run.sections.map((s) => s.messageRange.start)),
     end: Math.max(...run.sections.map((s) => s.messageRange.end)),

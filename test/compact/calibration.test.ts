@@ -33,3 +33,20 @@ describe('plans against what the agent reports', () => {
     expect(plan.tokensAfter).toBeLessThan(uncalibrated.tokensAfter);
   });
 });
+
+describe('archive handles', () => {
+  it('name the replaced messages, not section ids that restart after a rebuild', async () => {
+    const { handleFor } = await import('../../src/compact/index.js');
+    const a = [{ id: 'L100', role: 'tool' as const, text: 'x', toolCallId: 'c1' }];
+    const b = [{ id: 'L900', role: 'tool' as const, text: 'y', toolCallId: 'c9' }];
+    expect(handleFor('s', a)).toBe(handleFor('s', [...a]));
+    expect(handleFor('s', a)).not.toBe(handleFor('s', b));
+    // Two calls of one assistant message are two sections: their handles differ too.
+    const call = (id: string) => ({ id: 'L5', role: 'assistant' as const, text: '', toolCalls: [{ id, name: 'grep', arguments: '{}' }] });
+    expect(handleFor('s', [call('c1')])).not.toBe(handleFor('s', [call('c2')]));
+    // A model rebuilt from the same transcript plans the same handles for the same originals.
+    const p1 = await planCompaction(model(10, 20_000), { mode: 'reserve', now: () => 1 });
+    const p2 = await planCompaction(model(10, 20_000), { mode: 'reserve', now: () => 1 });
+    expect(p1.edits.map((e) => e.handle)).toEqual(p2.edits.map((e) => e.handle));
+  });
+});

@@ -39,7 +39,7 @@ describe('planCompaction', () => {
         expect(byId.get(id)!.pending ?? false).toBe(false);
       }
       expect(e.handle).toMatch(/^h_[0-9a-f]{16}$/);
-      expect(e.handle).toBe(handleFor(plan.sessionId, e.replaces));
+      expect(e.handle).toBe(handleFor(plan.sessionId, e.replaces.flatMap((id) => [...model.messagesOf(id)])));
       expect(e.summary.content).toContain(`[contextd recall ${e.handle}]`);
       expect(Object.keys(e.scores).sort()).toEqual([...e.replaces].sort());
       expect(e.tokensAfter).toBeLessThan(e.tokensBefore);
