@@ -66,9 +66,12 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
       await Promise.all(
         clients.map(async ({ c, f, sessionId }) => {
           // One tool call + its (large, repetitive) result, written as one append.
-          const pair = extra.slice((k * 2) % (extra.length - 1), ((k * 2) % (extra.length - 1)) + 2);
+          const pairs = Math.floor(extra.length / 2);
+          const at = (k % pairs) * 2;
+          const pair = extra.slice(at, at + 2);
           const text = pair.map((l) => JSON.stringify({ ...l, tool_call_id: l.tool_call_id ? `${l.tool_call_id}_${k}` : undefined, tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_${k}` })) })).join('\n') + '\n';
           const got = waitForPlan(c, sessionId, 15_000);
+          got.catch(() => undefined); // handled below; never an unhandled rejection
           const t0 = performance.now();
           appendFileSync(f, text);
           try {

@@ -69,62 +69,62 @@ export async function runDemo(flags: DemoFlags): Promise<void> {
   printLine(`replaying ${flags.file ?? 'the built-in billing-bug session'} into ${transcript}`);
 
   const client = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'contextd-demo', version: '1' }, reconnect: false });
-  await client.connect();
-  let sessionId: string | undefined;
-  let applied = 0;
-  let saved = 0;
-  const handles: string[] = [];
-  let lastShown = Number.NaN;
-  const acks: Promise<unknown>[] = [];
+  try {
+    await client.connect();
+    let sessionId: string | undefined;
+    let applied = 0;
+    let saved = 0;
+    const handles: string[] = [];
+    let lastShown = Number.NaN;
+    const acks: Promise<unknown>[] = [];
 
-  client.on('compaction.proposed', (plan: WirePlan) => {
-    const reasons = [...new Set(plan.edits.map((e) => e.reason))].join(', ');
-    const tokens = plan.edits.reduce((a, e) => a + e.tokensBefore - e.tokensAfter, 0);
-    printLine(`  ⇢ plan ${plan.planId}: ${plan.edits.length} edit(s) [${reasons}], headroom ${pct(plan.headroomBefore)} → ${pct(plan.headroomAfter)}, −${tokens} tokens`);
-    for (const e of plan.edits) if (e.handle) handles.push(e.handle);
-    acks.push(
-      client.ack({ planId: plan.planId, applied: true }).then(
-        () => {
-          applied += plan.edits.length;
-          saved += tokens;
-        },
-        (err: unknown) => printLine(`  ⇢ ack failed: ${describeError(err)}`),
-      ),
-    );
-  });
+    client.on('compaction.proposed', (plan: WirePlan) => {
+      const reasons = [...new Set(plan.edits.map((e) => e.reason))].join(', ');
+      const tokens = plan.edits.reduce((a, e) => a + e.tokensBefore - e.tokensAfter, 0);
+      printLine(`  ⇢ plan ${plan.planId}: ${plan.edits.length} edit(s) [${reasons}], headroom ${pct(plan.headroomBefore)} → ${pct(plan.headroomAfter)}, −${tokens} tokens`);
+      for (const e of plan.edits) if (e.handle) handles.push(e.handle);
+      acks.push(
+        client.ack({ planId: plan.planId, applied: true }).then(
+          () => {
+            applied += plan.edits.length;
+            saved += tokens;
+          },
+          (err: unknown) => printLine(`  ⇢ ack failed: ${describeError(err)}`),
+        ),
+      );
+    });
 
-  let n = 0;
-  for await (const line of linesOf(flags)) {
-    appendFileSync(transcript, `${line}\n`);
-    n++;
-    if (!sessionId) {
-      sessionId = (await waitFor('the daemon to pick up the transcript', async () => (await client.subscribe({ transcriptPath: transcript })).sessionId)) as string;
-      printLine(`subscribed to session ${sessionId}`);
+    let n = 0;
+    for await (const line of linesOf(flags)) {
+      appendFileSync(transcript, `${line}\n`);
+      n++;
+      if (!sessionId) {
+        sessionId = (await waitFor('the daemon to pick up the transcript', async () => (await client.subscribe({ transcriptPath: transcript })).sessionId)) as string;
+        printLine(`subscribed to session ${sessionId}`);
+      }
+      await sleep(flags.delayMs);
+      const h = await client.headroom(sessionId);
+      if (Number.isNaN(lastShown) || Math.abs(h.headroom - lastShown) >= 0.02) {
+        lastShown = h.headroom;
+        printLine(`${String(n).padStart(4)} lines ${bar(h.headroom)} ${String(h.tokens).padStart(6)}/${h.total} tokens, headroom ${pct(h.headroom)}, ${h.sections} sections`);
+      }
     }
-    await sleep(flags.delayMs);
-    const h = await client.headroom(sessionId);
-    if (Number.isNaN(lastShown) || Math.abs(h.headroom - lastShown) >= 0.02) {
-      lastShown = h.headroom;
-      printLine(`${String(n).padStart(4)} lines ${bar(h.headroom)} ${String(h.tokens).padStart(6)}/${h.total} tokens, headroom ${pct(h.headroom)}, ${h.sections} sections`);
+    await sleep(Math.max(300, flags.delayMs * 3));
+    await Promise.allSettled(acks);
+    const final = sessionId ? await client.headroom(sessionId) : undefined;
+    printLine();
+    if (final) printLine(`done: ${n} lines, ${final.tokens}/${final.total} tokens in context, headroom ${pct(final.headroom)}; ${applied} edit(s) applied, ${saved} tokens summarized away`);
+    const first = handles[0];
+    if (first && sessionId) {
+      const r = await client.recall(sessionId, first);
+      printLine(`nothing is lost: recall ${first} returns ${r.messages.length} original message(s) (${String(r['reason'])})`);
     }
+  } finally {
+    await client.close();
+    await daemon.stop('demo finished');
+    if (!flags.keep) rmSync(dir, { recursive: true, force: true });
   }
-  await sleep(Math.max(300, flags.delayMs * 3));
-  await Promise.allSettled(acks);
-  const final = sessionId ? await client.headroom(sessionId) : undefined;
-  printLine();
-  if (final) printLine(`done: ${n} lines, ${final.tokens}/${final.total} tokens in context, headroom ${pct(final.headroom)}; ${applied} edit(s) applied, ${saved} tokens summarized away`);
-  const first = handles[0];
-  if (first && sessionId) {
-    const r = await client.recall(sessionId, first);
-    printLine(`nothing is lost: recall ${first} returns ${r.messages.length} original message(s) (${String(r['reason'])})`);
-  }
-  await client.close();
-  await daemon.stop('demo finished');
-  if (flags.keep) {
-    printLine(`kept ${dir}: logs in ${logFile}; try: contextd headroom ${sessionId ?? ''} --state ${options.stateDir}`);
-  } else {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  if (flags.keep) printLine(`kept ${dir}: logs in ${logFile}; try: contextd headroom <session> --state ${options.stateDir}`);
 }
 
 /** `contextd demo`: replays a sample transcript and shows the daemon at work, live. */

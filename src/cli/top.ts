@@ -21,17 +21,27 @@ export function registerTop(program: Command): void {
         if (tty) printLine('\n(q to quit)');
       };
       if (!tty) {
-        await frame();
-        await client.close();
+        try {
+          await frame();
+        } finally {
+          await client.close();
+        }
         return;
       }
       await new Promise<void>((resolve) => {
-        const timer = setInterval(() => {
-          frame().catch((err: unknown) => {
-            printLine(`contextd top: ${describeError(err)}`);
-            stop();
-          });
-        }, flags.interval);
+        let drawing = false;
+        const tick = () => {
+          if (drawing) return; // a slow daemon: skip a frame rather than pile them up
+          drawing = true;
+          frame()
+            .catch((err: unknown) => {
+              printLine(`contextd top: ${describeError(err)}`);
+              process.exitCode = 1;
+              stop();
+            })
+            .finally(() => (drawing = false));
+        };
+        const timer = setInterval(tick, flags.interval);
         const onKey = (key: Buffer) => {
           const k = key.toString();
           if (k === 'q' || k === '\u0003') stop();
@@ -46,7 +56,7 @@ export function registerTop(program: Command): void {
         if (process.stdin.isTTY) process.stdin.setRawMode(true);
         process.stdin.resume();
         process.stdin.on('data', onKey);
-        void frame();
+        tick();
       });
       await client.close();
     });

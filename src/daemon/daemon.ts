@@ -44,6 +44,8 @@ export class Daemon {
   private watchdogTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
+  /** Harvests under way (awaited before the database closes). */
+  private readonly harvests = new Set<Promise<unknown>>();
   /** connection id → session ids it subscribed to. */
   private readonly subscriptions = new Map<string, Set<string>>();
 
@@ -67,6 +69,16 @@ export class Daemon {
   async start(): Promise<void> {
     if (this.stateValue !== 'new') throw new ContextdError(ErrorCode.LIFECYCLE, `daemon cannot start from state ${this.stateValue}`);
     this.stateValue = 'starting';
+    try {
+      await this.startParts();
+    } catch (err) {
+      // Whatever did open (socket, db, watcher) must not keep a half-started process alive.
+      await this.stop('start failed');
+      throw err;
+    }
+  }
+
+  private async startParts(): Promise<void> {
     const o = this.options;
     const dbPath = dbPathIn(o.stateDir);
     this.db = openDb(dbPath);
@@ -80,6 +92,7 @@ export class Daemon {
       archive: new Archive(this.db),
       plans: new PlanLog(this.db),
       now: this.now,
+      hasSubscribers: (sessionId) => [...this.subscriptions.values()].some((set) => set.has(sessionId)),
     });
     this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now });
     this.sessions.on('plan', (s, plan) => {
@@ -105,8 +118,10 @@ export class Daemon {
     });
     this.server.on('disconnect', (conn) => {
       this.subscriptions.delete(conn.id);
+      this.warm?.forgetConnection(conn.id);
     });
     await this.server.listen();
+    if (this.stopping) return;
 
     this.tailer = new Tailer({
       paths: o.watch.map((p) => resolve(p)),
@@ -122,6 +137,7 @@ export class Daemon {
     } finally {
       clearInterval(extend);
     }
+    if (this.stopping) return; // SIGTERM arrived during the first scan: stop() owns the rest
 
     await this.notifier.ready(`watching ${o.watch.length} path(s), socket ${fd !== undefined ? 'fd 3' : o.socketPath}`);
     const wd = this.notifier.watchdogIntervalMs;
@@ -131,6 +147,7 @@ export class Daemon {
     }
     this.idleTimer = setInterval(() => this.harvestIdle(), Math.min(60_000, Math.max(1_000, Math.floor(o.idleTimeoutMs / 4))));
     this.idleTimer.unref();
+    if (this.stopping) return;
     this.stateValue = 'running';
     this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
   }
@@ -148,8 +165,10 @@ export class Daemon {
     if (this.watchdogTimer) clearInterval(this.watchdogTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
     await this.tailer?.close();
-    await this.sessions?.drain();
+    // No new requests while draining: close the socket first, then finish what is in flight.
     await this.server?.close();
+    await this.sessions?.drain();
+    await Promise.allSettled([...this.harvests]);
     if (this.db?.open) {
       try {
         this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -165,14 +184,14 @@ export class Daemon {
   /** Apply new options (SIGHUP). Watch list, socket and state dir need a restart. */
   reload(options: DaemonOptions): void {
     void this.notifier?.reloading();
-    const restartNeeded = ['socketPath', 'stateDir'].filter((k) => JSON.stringify(options[k as keyof DaemonOptions]) !== JSON.stringify(this.options[k as keyof DaemonOptions]));
-    this.options = options;
-    this.sessions?.reconfigure(options);
-    if (this.tailer && JSON.stringify(options.watch) !== JSON.stringify(this.tailer.paths)) {
-      this.log.warn({ watch: options.watch }, 'watch list changed: takes effect after a restart');
-    }
+    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats'];
+    const restartNeeded = needsRestart.filter((k) => JSON.stringify(options[k]) !== JSON.stringify(this.options[k]));
+    this.options = { ...options, ...Object.fromEntries(restartNeeded.map((k) => [k, this.options[k]])) } as DaemonOptions;
+    this.deps.logger.level = options.logLevel;
+    this.sessions?.reconfigure(this.options);
     void this.notifier?.ready();
-    this.log.info({ restartNeeded, reserveRatio: options.reserveRatio, softWatermark: options.softWatermark, budgetTokens: options.budgetTokens ?? null }, 'configuration reloaded');
+    if (restartNeeded.length > 0) this.log.warn({ restartNeeded }, 'some changed settings take effect only after a restart');
+    this.log.info({ restartNeeded, reserveRatio: options.reserveRatio, softWatermark: options.softWatermark, budgetTokens: options.budgetTokens ?? null, logLevel: options.logLevel }, 'configuration reloaded');
   }
 
   private wireTailer(tailer: Tailer): void {
@@ -186,7 +205,7 @@ export class Daemon {
     });
     tailer.on('reset', (e) => sessions.resetSession(e.file, e.sessionId, e.reason));
     tailer.on('removed', (e) => sessions.removeSession(e.sessionId));
-    tailer.on('line-error', (e) => this.log.warn({ sessionId: e.sessionId, file: e.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped'));
+    tailer.on('line-error', (e) => this.log.debug({ sessionId: e.sessionId, file: e.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped'));
     tailer.on('error', (err) => this.log.warn({ err: describeError(err), code: (err as ContextdError).code }, 'tailer error'));
   }
 
@@ -205,10 +224,12 @@ export class Daemon {
     for (const s of sessions.all()) {
       if (s.ended || s.lastActivityAt > cutoff) continue;
       s.ended = true;
-      void this.warm.harvest(s, 'unknown').then(
+      const work = this.warm.harvest(s, 'unknown').then(
         (r) => this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested'),
         (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
       );
+      this.harvests.add(work);
+      void work.finally(() => this.harvests.delete(work));
     }
   }
 
@@ -224,6 +245,7 @@ export class Daemon {
         if (!subs) this.subscriptions.set(connId, (subs = new Set()));
         subs.add(sessionId);
       },
+      subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
       status: () => this.status(),
     };
   }

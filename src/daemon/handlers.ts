@@ -12,6 +12,8 @@ export interface DaemonApi {
   warm(): WarmService;
   archive(): Archive;
   subscribe(connectionId: string, sessionId: string): void;
+  /** Sessions a connection subscribed to. */
+  subscribedSessions(connectionId: string): readonly string[];
   status(): DaemonStatus;
 }
 
@@ -37,6 +39,8 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
         if (!session) throw new ContextdError(ErrorCode.UNKNOWN_SESSION, 'no live session yet: subscribe again once the agent has written its transcript', {});
       }
       api.subscribe(ctx.connectionId, session.sessionId);
+      // Templates this connection bootstrapped belong to the session it works in.
+      for (const id of api.warm().bootstrappedBy(ctx.connectionId)) session.bootstrappedTemplates.add(id);
       return { sessionId: session.sessionId, headroom: session.model.headroom() };
     }),
 
@@ -67,14 +71,19 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
 
     [METHODS.endSession]: defineHandler(PARAMS_SCHEMAS[METHODS.endSession], async (p, ctx) => {
       const s = api.sessions().require(p.sessionId);
-      s.ended = true;
       const r = await api.warm().harvest(s, p.outcome, ctx.connectionId);
+      s.ended = true;
       return { harvested: r.harvested };
     }),
 
-    [METHODS.bootstrap]: defineHandler(PARAMS_SCHEMAS[METHODS.bootstrap], (p, ctx) =>
-      api.warm().bootstrap({ task: p.task, budgetTokens: p.budgetTokens, ...(p.repo !== undefined ? { repo: p.repo } : {}) }, ctx.connectionId),
-    ),
+    [METHODS.bootstrap]: defineHandler(PARAMS_SCHEMAS[METHODS.bootstrap], (p, ctx) => {
+      const result = api.warm().bootstrap({ task: p.task, budgetTokens: p.budgetTokens, ...(p.repo !== undefined ? { repo: p.repo } : {}) }, ctx.connectionId);
+      for (const sessionId of api.subscribedSessions(ctx.connectionId)) {
+        const s = api.sessions().get(sessionId);
+        for (const id of result.templateIds) s?.bootstrappedTemplates.add(id);
+      }
+      return result;
+    }),
 
     [METHODS.status]: defineHandler(PARAMS_SCHEMAS[METHODS.status], () => api.status()),
   };

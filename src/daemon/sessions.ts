@@ -25,7 +25,12 @@ export interface SessionManagerDeps {
   readonly archive: Archive;
   readonly plans: PlanLog;
   readonly now?: () => number;
+  /** Whether any client subscribed to a session (plans for others are advisory). */
+  readonly hasSubscribers?: (sessionId: string) => boolean;
 }
+
+/** Advisory plans (nobody subscribed) are made at most this often per session. */
+export const ADVISORY_PLAN_INTERVAL_MS = 60_000;
 
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
@@ -38,7 +43,8 @@ export interface SessionManagerEvents {
 interface OpenPlan {
   readonly plan: Plan;
   readonly session: LiveSession;
-  readonly modelVersion: number;
+  /** The model the plan was made from; a rebuilt session expires it. */
+  readonly model: SessionModel;
 }
 
 /**
@@ -50,6 +56,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly sessions = new Map<string, LiveSession>();
   private readonly byFile = new Map<string, LiveSession>();
   private readonly openPlans = new Map<string, OpenPlan>();
+  /** session.compact requests being planned (awaited on shutdown). */
+  private readonly inFlight = new Set<Promise<unknown>>();
   private readonly log: Logger;
   private readonly now: () => number;
   private options: LoopOptions;
@@ -62,13 +70,21 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.now = deps.now ?? Date.now;
   }
 
-  /** Replace the loop's tunables (SIGHUP). Models keep their state; budgets apply from now on. */
+  /**
+   * Replace the loop's tunables (SIGHUP). Models are rebuilt only when the budget or reserve
+   * changed; a rebuild renumbers sections, so the open plans of that session expire.
+   */
   reconfigure(options: LoopOptions): void {
+    const rebuild = options.budgetTokens !== this.options.budgetTokens || options.reserveRatio !== this.options.reserveRatio;
     this.options = options;
     for (const s of this.sessions.values()) {
-      const fresh = this.newModel(s.sessionId);
-      fresh.applyAll(this.replayable(s));
-      s.model = fresh;
+      if (rebuild) {
+        const fresh = this.newModel(s.sessionId);
+        fresh.applyAll(this.replayable(s));
+        s.model = fresh;
+        s.lastPlannedVersion = -1;
+        this.expirePlansOf(s.sessionId, 'budget reconfigured');
+      }
       this.afterChange(s);
     }
   }
@@ -103,7 +119,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     s.model.applyAll(events);
     s.lastActivityAt = this.now();
-    s.ended = false;
+    // New messages after a harvest: the session was resumed and may be harvested again
+    // (harvest skips a session that has not grown, and counts evidence per session).
+    if (events.some((e) => e.type === 'message')) s.ended = false;
+    // The agent compacted or rewound its own context: sections the open plans name are gone.
+    if (events.some((e) => e.type === 'reset' || e.type === 'truncate')) this.expirePlansOf(sessionId, 'the agent rewrote its context');
     this.afterChange(s);
     return s;
   }
@@ -133,10 +153,17 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Plan now, regardless of watermarks (session.compact). */
   async compactNow(sessionId: string, targetHeadroom: number | undefined, dryRun: boolean): Promise<Plan> {
     const s = this.require(sessionId);
-    const plan = await this.makePlan(s, 'manual', targetHeadroom, dryRun);
-    if (dryRun) return { ...plan, dryRun: true } as Plan;
-    this.publish(s, plan);
-    return plan;
+    const work = this.makePlan(s, 'manual', targetHeadroom, dryRun);
+    this.inFlight.add(work);
+    try {
+      const made = await work;
+      if (!made) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (transcript rewritten): ask again`, { sessionId });
+      if (dryRun) return { ...made.plan, dryRun: true } as Plan;
+      this.publish(s, made.plan, made.model);
+      return made.plan;
+    } finally {
+      this.inFlight.delete(work);
+    }
   }
 
   /** The agent's answer to a plan. Returns the session's headroom after it. */
@@ -156,7 +183,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     const chosen = editIds ? plan.edits.filter((e) => editIds.includes(e.editId)) : plan.edits;
     const before = s.model.headroom();
-    applyPlan(s.model, plan, chosen.map((e) => e.editId));
+    if (open.model !== s.model) {
+      this.deps.plans.setStatus(planId, 'expired', 'the session model was rebuilt');
+      throw new ContextdError(ErrorCode.PLAN_EXPIRED, `plan "${planId}" is expired (the session was rebuilt): wait for the next compaction.proposed`, { planId });
+    }
+    try {
+      applyPlan(s.model, plan, chosen.map((e) => e.editId));
+    } catch (err) {
+      this.deps.plans.setStatus(planId, 'expired', describeError(err));
+      throw err;
+    }
     const after = s.model.headroom();
     const status = chosen.length === plan.edits.length ? 'applied' : 'partially-applied';
     this.deps.plans.setStatus(planId, status, reason);
@@ -174,7 +210,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   async drain(): Promise<void> {
     this.closing = true;
     for (const s of this.sessions.values()) if (s.planTimer) clearTimeout(s.planTimer);
-    await Promise.allSettled(this.all().map((s) => s.planning ?? Promise.resolve()));
+    await Promise.allSettled([...this.all().map((s) => s.planning ?? Promise.resolve()), ...this.inFlight]);
   }
 
   private newModel(sessionId: string): SessionModel {
@@ -219,7 +255,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private schedulePlan(s: LiveSession, mode: PlanMode): void {
     if (this.closing || s.planning || s.planTimer) return;
     if (s.model.version === s.lastPlannedVersion) return;
-    const wait = s.lastPlanAt + this.options.minPlanIntervalMs - this.now();
+    // Nobody can apply an advisory plan: make one now and then, not on every change.
+    const advisory = this.deps.hasSubscribers ? !this.deps.hasSubscribers(s.sessionId) : false;
+    const interval = advisory ? Math.max(this.options.minPlanIntervalMs, ADVISORY_PLAN_INTERVAL_MS) : this.options.minPlanIntervalMs;
+    const wait = s.lastPlanAt + interval - this.now();
     if (wait > 0) {
       s.planTimer = setTimeout(() => {
         s.planTimer = undefined;
@@ -236,23 +275,30 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   private async runPlan(s: LiveSession, mode: PlanMode): Promise<void> {
     try {
-      const plan = await this.makePlan(s, mode, undefined, false);
+      const made = await this.makePlan(s, mode, undefined, false);
+      if (!made) return;
+      const { plan, model } = made;
       if (plan.edits.length === 0) {
         this.log.info({ sessionId: s.sessionId, mode, headroom: plan.headroomBefore }, 'nothing to compact');
         return;
       }
-      this.publish(s, plan);
+      this.publish(s, plan, model);
     } catch (err) {
       this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
     }
   }
 
-  private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun = false): Promise<Plan> {
+  /**
+   * Plan from the session's current model. Resolves to undefined when the model was replaced
+   * (transcript rewritten, budget reconfigured) while the summarizer worked: that plan is stale.
+   */
+  private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun = false): Promise<{ plan: Plan; model: SessionModel } | undefined> {
+    const model = s.model;
     if (!dryRun) {
       s.lastPlanAt = this.now();
-      s.lastPlannedVersion = s.model.version;
+      s.lastPlannedVersion = model.version;
     }
-    const plan = await planCompaction(s.model, {
+    const plan = await planCompaction(model, {
       mode,
       reserveRatio: this.options.reserveRatio,
       softWatermark: this.options.softWatermark,
@@ -263,21 +309,25 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       now: this.now,
       ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
     });
+    if (s.model !== model) {
+      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was rebuilt while it was made');
+      return undefined;
+    }
     // Originals go to the archive before anyone can apply the plan: nothing is lost.
     if (plan.edits.length > 0 && !dryRun) {
       this.deps.archive.putMany(
         plan.edits.map((e) => {
-          const messages = e.replaces.flatMap((id) => [...s.model.messagesOf(id)]);
+          const messages = e.replaces.flatMap((id) => [...model.messagesOf(id)]);
           return { handle: e.handle, sessionId: s.sessionId, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages, tokens: e.tokensBefore, createdAt: plan.createdAt };
         }),
       );
     }
-    return plan;
+    return { plan, model };
   }
 
-  private publish(s: LiveSession, plan: Plan): void {
+  private publish(s: LiveSession, plan: Plan, model: SessionModel): void {
     this.expirePlansOf(s.sessionId, 'superseded by a newer plan');
-    this.openPlans.set(plan.planId, { plan, session: s, modelVersion: plan.modelVersion });
+    this.openPlans.set(plan.planId, { plan, session: s, model });
     this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'proposed', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
     this.log.info(
       {

@@ -43,6 +43,16 @@ export class WarmService {
     return { harvested: result.templateId ? 1 : 0 };
   }
 
+  /** Templates a connection was given by warm.bootstrap. */
+  bootstrappedBy(connectionId: string): readonly string[] {
+    return [...(this.bootstrapped.get(connectionId) ?? [])];
+  }
+
+  /** A connection closed: its bootstrap bookkeeping goes (sessions keep their own copy). */
+  forgetConnection(connectionId: string): void {
+    this.bootstrapped.delete(connectionId);
+  }
+
   bootstrap(req: { task: string; repo?: string; budgetTokens: number }, connectionId?: string): BootstrapResult {
     const result = bootstrap(req, { store: this.store, tokenCounter: this.deps.tokenCounter });
     if (connectionId && result.templateIds.length > 0) {

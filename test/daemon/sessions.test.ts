@@ -101,4 +101,29 @@ describe('SessionManager', () => {
     manager.removeSession('c');
     expect(manager.get('c')).toBeUndefined();
   });
+
+  it('a budget change on reload expires open plans; a reload that changes nothing keeps them', async () => {
+    const { manager, db } = setup();
+    const planned = nextPlan(manager);
+    manager.ingest('/t/d.jsonl', 'd', 'openai-chat', events(10));
+    const plan = await planned;
+    const same = { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 };
+    manager.reconfigure(same);
+    expect(manager.openPlanCount('d')).toBe(1);
+    manager.reconfigure({ ...same, budgetTokens: 30_000 });
+    expect(manager.openPlanCount('d')).toBe(0);
+    expect(() => manager.acknowledge(plan.planId, true, undefined, undefined)).toThrow(/expired/);
+    expect(new PlanLog(db).get(plan.planId)?.status).toBe('expired');
+    await manager.drain();
+  });
+
+  it('expires open plans when the agent rewrites its own context', async () => {
+    const { manager } = setup();
+    const planned = nextPlan(manager);
+    manager.ingest('/t/e.jsonl', 'e', 'openai-chat', events(10));
+    const plan = await planned;
+    manager.ingest('/t/e.jsonl', 'e', 'openai-chat', [{ type: 'reset', reason: 'compacted' }]);
+    expect(() => manager.acknowledge(plan.planId, true, undefined, undefined)).toThrow(/expired/);
+    await manager.drain();
+  });
 });

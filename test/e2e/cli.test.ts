@@ -126,4 +126,19 @@ describe('the CLI', () => {
     expect(r.out).toMatch(/plan p_/);
     expect(r.out).toMatch(/nothing is lost: recall h_\w+ returns [1-9]\d* original message/);
   });
+
+  it('demo and daemon fail fast and clean up: a missing file, a socket already served', async () => {
+    const missing = await runCli(['demo', '--file', '/nonexistent/contextd/x.jsonl'], {}, 30_000);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/ENOENT|no such file/);
+    const d = temp();
+    const sock = join(d, 's.sock');
+    const first = await spawnDaemon(['--watch', d, '--socket', sock, '--state', join(d, 'st1')]);
+    procs.push(first.proc);
+    const second = await runCli(['daemon', '--watch', d, '--socket', sock, '--state', join(d, 'st2')], {}, 30_000);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(sock);
+    first.proc.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+  });
 });
