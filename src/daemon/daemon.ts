@@ -225,7 +225,13 @@ export class Daemon {
       if (s.ended || s.lastActivityAt > cutoff) continue;
       s.ended = true;
       const work = this.warm.harvest(s, 'unknown').then(
-        (r) => this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested'),
+        (r) => {
+          this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
+          // Free its model unless a client still follows it: the file stays watched and is read
+          // again from 0 if the session resumes.
+          const watched = [...this.subscriptions.values()].some((set) => set.has(s.sessionId));
+          if (s.ended && !watched && !this.stopping && this.tailer?.release(s.file)) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
+        },
         (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
       );
       this.harvests.add(work);

@@ -139,15 +139,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.log.warn({ sessionId, file, reason }, 'transcript rewritten: rebuilding the session model');
   }
 
-  /** The transcript is gone: forget the session (its archive and logs stay in SQLite). */
-  removeSession(sessionId: string): void {
+  /** Forget a session (its archive and logs stay in SQLite): transcript gone, or finished. */
+  removeSession(sessionId: string, why = 'transcript removed'): void {
     const s = this.sessions.get(sessionId);
     if (!s) return;
     if (s.planTimer) clearTimeout(s.planTimer);
     this.sessions.delete(sessionId);
     this.byFile.delete(s.file);
-    this.expirePlansOf(sessionId, 'transcript removed');
-    this.log.info({ sessionId, file: s.file }, 'session closed: transcript removed');
+    this.expirePlansOf(sessionId, why);
+    this.log.info({ sessionId, file: s.file, why }, 'session closed');
   }
 
   /** Plan now, regardless of watermarks (session.compact). */

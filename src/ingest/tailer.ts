@@ -192,6 +192,28 @@ export class Tailer extends EventEmitter<TailerEvents> {
     this.activate(st);
   }
 
+  /**
+   * Forget what was read of a file whose session is finished: it stays watched, dormant, and
+   * is read again from 0 (announced as a new 'session') when it changes. Returns false, and
+   * changes nothing, while a read of it is in progress.
+   */
+  release(file: string): boolean {
+    const st = this.files.get(file);
+    if (!st || st.reading || st.gone) return false;
+    if (st.recheck) clearTimeout(st.recheck);
+    st.recheck = undefined;
+    st.decoder.reset(0);
+    st.lineErrors.length = 0;
+    st.readPos = 0;
+    st.ino = undefined;
+    st.tail = Buffer.alloc(0);
+    st.live = false;
+    st.announced = false;
+    st.eventSeen = false;
+    st.again = false;
+    return true;
+  }
+
   /** A dormant file changed (read it from 0), or a live one did (read on). */
   private activate(st: FileState): void {
     st.live = true;

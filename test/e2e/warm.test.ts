@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextdClient } from '../../src/ipc/client.js';
@@ -86,6 +86,11 @@ describe('finished session → harvest → warm.bootstrap, through the real daem
     writeFileSync(join(watch, 'quiet.jsonl'), demoTranscript({ rounds: 4 }).map((l) => JSON.stringify(l)).join('\n') + '\n');
     const harvested = await daemon.waitForLog((l) => l.msg === 'idle session harvested' && l['sessionId'] === 'quiet', 20_000);
     expect(harvested['harvested']).toBe(1);
+    // Its model is freed; when the agent resumes, the whole transcript is read again.
+    await daemon.waitForLog((l) => l.msg === 'session closed' && l['sessionId'] === 'quiet');
+    appendFileSync(join(watch, 'quiet.jsonl'), JSON.stringify({ role: 'user', content: 'one more thing: add a changelog entry' }) + '\n');
+    const reopened = await daemon.waitForLog((l) => l.msg === 'headroom' && l['sessionId'] === 'quiet' && l['reason'] === 'start' && Number(l['sections']) > 10, 20_000);
+    expect(Number(reopened['tokens'])).toBeGreaterThan(5_000);
     daemon.proc.kill('SIGTERM');
     expect((await daemon.exited).code).toBe(0);
     const list = JSON.parse((await runCli(['warm', 'list', '--state', state, '--json'])).stdout) as { templates: unknown[] };
