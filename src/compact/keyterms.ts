@@ -4,7 +4,18 @@
  * lives only in an old tool output survives when a later turn refers to it by name.
  */
 import type { Message } from '../ingest/types.js';
+import { memoMessage } from './memo.js';
 import { termsOf } from './text.js';
+
+/** Terms a message's user/assistant text or tool arguments mention (none for tool results). */
+function refTermsOf(m: Message): ReadonlySet<string> {
+  return memoMessage(m, 'ref-terms', (x) => (x.role === 'tool' ? new Set<string>() : termsOf(`${x.text}\n${(x.toolCalls ?? []).map((c) => c.arguments).join('\n')}`)));
+}
+
+/** Terms a message contains for document frequency (tool results: their first 20k chars). */
+function dfTermsOf(m: Message): ReadonlySet<string> {
+  return m.role === 'tool' ? memoMessage(m, 'df-terms', (x) => termsOf(x.text.length > 20_000 ? x.text.slice(0, 20_000) : x.text)) : refTermsOf(m);
+}
 
 export class ReferenceIndex {
   /** term → last message index whose user/assistant text or tool arguments mention it. */
@@ -16,10 +27,8 @@ export class ReferenceIndex {
 
   constructor(messages: readonly Message[], goal: string) {
     messages.forEach((m, i) => {
-      const refText = m.role === 'tool' ? '' : `${m.text}\n${(m.toolCalls ?? []).map((c) => c.arguments).join('\n')}`;
-      for (const t of termsOf(refText)) this.lastRef.set(t, i);
-      const all = m.role === 'tool' ? termsOf(m.text.length > 20_000 ? m.text.slice(0, 20_000) : m.text) : termsOf(refText);
-      for (const t of all) this.df.set(t, (this.df.get(t) ?? 0) + 1);
+      for (const t of refTermsOf(m)) this.lastRef.set(t, i);
+      for (const t of dfTermsOf(m)) this.df.set(t, (this.df.get(t) ?? 0) + 1);
     });
     this.goalTerms = termsOf(goal);
     this.rareLimit = Math.max(4, Math.ceil(messages.length * 0.03));
@@ -32,8 +41,13 @@ export class ReferenceIndex {
 
   /** Terms of `text` (the messages ending at index `end`) that the goal or a later turn mentions. */
   keyTermsFor(text: string, end: number): string[] {
+    return this.keyTermsOf(termsOf(text), end);
+  }
+
+  /** `keyTermsFor` over terms already extracted (`termsOf` of the text). */
+  keyTermsOf(terms: Iterable<string>, end: number): string[] {
     const out: string[] = [];
-    for (const t of termsOf(text)) {
+    for (const t of terms) {
       const later = (this.lastRef.get(t) ?? -1) > end;
       if ((later || this.goalTerms.has(t)) && this.specific(t)) out.push(t);
     }

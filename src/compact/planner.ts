@@ -15,7 +15,8 @@ import { ReferenceIndex } from './keyterms.js';
 import { buildUnits, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
 import { createExtractiveSummarizer } from './summarize/extractive.js';
 import { ensureSurvival, keyFacts } from './survival.js';
-import { fnv1a64 } from './text.js';
+import { BoundedMemo, memoList, memoMessage } from './memo.js';
+import { fnv1a64, termsOf } from './text.js';
 import type { CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
 
 export const DEFAULT_SOFT_WATERMARK = 0.6;
@@ -196,6 +197,37 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   return { ...empty, headroomAfter: 1 - toCalibratedTokens(model, tokensAfter) / total, tokensAfter, edits, survival };
 }
 
+/** Summary token counts per counter (summaries repeat across rounds and re-plans). */
+const countMemo = new WeakMap<TokenCounter, BoundedMemo<number>>();
+function countTokens(counter: TokenCounter, text: string): number {
+  let memo = countMemo.get(counter);
+  if (!memo) {
+    memo = new BoundedMemo<number>(4_000);
+    countMemo.set(counter, memo);
+  }
+  return memo.get(text, () => counter.count(text));
+}
+
+/** Longest text (chars) of an edit's messages whose terms steer its summary. */
+const KEY_TEXT_CHARS = 200_000;
+
+/**
+ * `termsOf(textOf(messages))`, on the first KEY_TEXT_CHARS chars. Terms never span a line
+ * break, so (under the cap) they are the union of each message's terms, memoized per message.
+ */
+function textTermsOf(messages: readonly Message[]): ReadonlySet<string> {
+  return memoList(messages, 'text-terms', (ms) => {
+    const texts = ms.map((m) => memoMessage(m, 'text', (x) => textOf([x])));
+    const length = texts.reduce((n, t) => n + t.length, 0) + Math.max(0, texts.length - 1);
+    if (length > KEY_TEXT_CHARS) return termsOf(textOf(ms).slice(0, KEY_TEXT_CHARS));
+    const out = new Set<string>();
+    ms.forEach((m, i) => {
+      for (const t of memoMessage(m, 'text-terms', () => termsOf(texts[i] ?? ''))) out.add(t);
+    });
+    return out;
+  });
+}
+
 /** An edit with what built it and what its survival check found. */
 interface EditRecord {
   readonly edit: Edit;
@@ -290,8 +322,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     start: Math.min(...run.sections.map((s) => s.messageRange.start)),
     end: Math.max(...run.sections.map((s) => s.messageRange.end)),
   };
-  const text = textOf(messages);
-  const keyTerms = b.refs.keyTermsFor(text.length > 200_000 ? text.slice(0, 200_000) : text, range.end);
+  const keyTerms = b.refs.keyTermsOf(textTermsOf(messages), range.end);
   const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens };
   const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${JSON.stringify(run.detail)}`;
   let raw = b.cache?.get(cacheKey);
@@ -310,7 +341,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     messageRange: range,
     summary: { role, content: check.content },
     tokensBefore: run.tokensBefore,
-    tokensAfter: b.counter.count(check.content) + MESSAGE_OVERHEAD_TOKENS,
+    tokensAfter: countTokens(b.counter, check.content) + MESSAGE_OVERHEAD_TOKENS,
     reason: run.reason,
     scores,
     handle,

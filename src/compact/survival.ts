@@ -11,6 +11,7 @@
  */
 import type { Message } from '../ingest/types.js';
 import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, termsOf, uniq } from './text.js';
+import { memoMessage } from './memo.js';
 import { toolAction } from './toolargs.js';
 
 export const MAX_FACTS_PER_KIND = 12;
@@ -24,6 +25,56 @@ export interface KeyFacts {
   readonly handles: string[];
 }
 
+/** Key-fact pieces of one message (independent of the goal and key terms), memoized per message. */
+interface MessageFacts {
+  readonly paths: readonly string[];
+  readonly handles: readonly string[];
+  readonly constraints: readonly string[];
+  /** User/assistant config values (all kept). */
+  readonly values: readonly string[];
+  /** Tool-output config values: kept when a key term names their key. */
+  readonly toolValues: readonly { readonly key: string; readonly text: string }[];
+  readonly terms: ReadonlySet<string>;
+  readonly error: string | undefined;
+}
+
+function messageFacts(m: Message): MessageFacts {
+  return memoMessage(m, 'key-facts', (): MessageFacts => {
+    const paths: string[] = [];
+    const handles: string[] = [];
+    for (const c of m.toolCalls ?? []) {
+      const a = toolAction(c);
+      paths.push(...a.writes, ...a.reads);
+    }
+    const body = m.text ?? '';
+    for (const h of body.matchAll(/\[contextd recall (h_[0-9a-f]+)\]/g)) if (h[1]) handles.push(h[1]);
+    const last = finalErrorLine(m);
+    const error = last ? clip(last, 240) : undefined;
+    if (m.role !== 'tool') {
+      paths.push(...extractPaths(body));
+      return {
+        paths,
+        handles,
+        constraints: extractConstraints(body).map((c) => clip(c, 240)),
+        values: extractConfigValues(body).map((v) => clip(v.text, 140)),
+        toolValues: [],
+        terms: termsOf(body),
+        error,
+      };
+    }
+    const head = body.length > 50_000 ? body.slice(0, 50_000) : body;
+    return {
+      paths,
+      handles,
+      constraints: [],
+      values: [],
+      toolValues: extractConfigValues(head).map((v) => ({ key: v.key.toLowerCase(), text: clip(v.text, 140) })),
+      terms: termsOf(head),
+      error,
+    };
+  });
+}
+
 /** Key facts of the messages one edit replaces. */
 export function keyFacts(messages: readonly Message[], goalWords: readonly string[], keyTerms: readonly string[]): KeyFacts {
   const paths: string[] = [];
@@ -32,32 +83,23 @@ export function keyFacts(messages: readonly Message[], goalWords: readonly strin
   const values: string[] = [];
   const handles: string[] = [];
   const key = new Set(keyTerms.map((t) => t.toLowerCase()));
-  const textTerms = new Set<string>();
+  const termSets: ReadonlySet<string>[] = [];
   for (const m of messages) {
-    for (const c of m.toolCalls ?? []) {
-      const a = toolAction(c);
-      paths.push(...a.writes, ...a.reads);
-    }
-    const body = m.text ?? '';
-    for (const h of body.matchAll(/\[contextd recall (h_[0-9a-f]+)\]/g)) if (h[1]) handles.push(h[1]);
-    if (m.role !== 'tool') {
-      paths.push(...extractPaths(body));
-      constraints.push(...extractConstraints(body).map((c) => clip(c, 240)));
-      values.push(...extractConfigValues(body).map((v) => clip(v.text, 140)));
-      for (const t of termsOf(body)) textTerms.add(t);
-    } else {
-      values.push(...extractConfigValues(body.length > 50_000 ? body.slice(0, 50_000) : body).filter((v) => key.has(v.key.toLowerCase())).map((v) => clip(v.text, 140)));
-      for (const t of termsOf(body.length > 50_000 ? body.slice(0, 50_000) : body)) textTerms.add(t);
-    }
-    const last = finalErrorLine(m);
-    if (last) errors.push(clip(last, 240));
+    const f = messageFacts(m);
+    paths.push(...f.paths);
+    handles.push(...f.handles);
+    constraints.push(...f.constraints);
+    values.push(...f.values);
+    for (const v of f.toolValues) if (key.has(v.key)) values.push(v.text);
+    termSets.push(f.terms);
+    if (f.error) errors.push(f.error);
   }
   const cap = (xs: string[]): string[] => uniq(xs.filter((x) => x.trim().length > 0)).slice(0, MAX_FACTS_PER_KIND);
   return {
     paths: cap(paths),
     constraints: cap(constraints),
     errors: cap(errors),
-    taskWords: cap(goalWords.filter((w) => textTerms.has(w))),
+    taskWords: cap(goalWords.filter((w) => termSets.some((t) => t.has(w)))),
     values: cap(values),
     handles: cap(handles),
   };

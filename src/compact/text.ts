@@ -167,9 +167,15 @@ const STOP = new Set(
 /** Lowercased content words (≥ 4 chars, stop words removed) and identifiers of a text. */
 export function termsOf(text: string): Set<string> {
   const out = new Set<string>();
-  for (const m of text.toLowerCase().matchAll(/[a-z_$][\w$.-]{3,60}/g)) {
-    const w = m[0].replace(/[.-]+$/, '');
-    if (w.length >= 4 && !STOP.has(w)) out.add(w);
+  const re = /[a-z_$][\w$.-]{3,60}/g;
+  const lower = text.toLowerCase();
+  for (let m = re.exec(lower); m !== null; m = re.exec(lower)) {
+    const raw = m[0];
+    let end = raw.length;
+    while (end > 0 && (raw.charCodeAt(end - 1) === 46 || raw.charCodeAt(end - 1) === 45)) end--; // trailing . and -
+    if (end < 4) continue;
+    const w = end === raw.length ? raw : raw.slice(0, end);
+    if (!STOP.has(w)) out.add(w);
   }
   return out;
 }

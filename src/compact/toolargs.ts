@@ -47,8 +47,19 @@ function str(v: unknown): string | undefined {
   return undefined;
 }
 
-/** Understand one tool call. */
+const actionMemo = new WeakMap<ToolCall, ToolAction>();
+
+/** Understand one tool call (memoized per call object; the result is shared and read-only). */
 export function toolAction(call: ToolCall): ToolAction {
+  let a = actionMemo.get(call);
+  if (!a) {
+    a = computeToolAction(call);
+    actionMemo.set(call, a);
+  }
+  return a;
+}
+
+function computeToolAction(call: ToolCall): ToolAction {
   const args = parseArgs(call.arguments);
   const name = call.name.replace(/^.*__/, ''); // mcp__server__tool → tool
   const reads: string[] = [];

@@ -4,6 +4,8 @@
  */
 import { canonicalPath, samePath, toolAction } from '../toolargs.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
+import type { Message } from '../../ingest/types.js';
+import { memoList } from '../memo.js';
 import { callsOf, isCompactable, memoMessages } from './util.js';
 
 /** Reads smaller than this are left alone. */
@@ -21,20 +23,28 @@ function basename(p: string): string {
   return i >= 0 ? p.slice(i + 1) : p;
 }
 
+/** Canonical paths a section's calls read and wrote (memoized per message list). */
+function accessesOf(msgs: readonly Message[]): { reads: readonly string[]; writes: readonly string[] } {
+  return memoList(msgs, 'stale-accesses', (ms) => {
+    const reads: string[] = [];
+    const writes: string[] = [];
+    for (const c of callsOf(ms)) {
+      const a = toolAction(c);
+      reads.push(...a.reads.map(canonicalPath));
+      writes.push(...a.writes.map(canonicalPath));
+    }
+    return { reads, writes };
+  });
+}
+
 export const staleRead: Detector = {
   name: 'stale-read',
   detect(ctx: DetectorContext): Candidate[] {
     const msgsOf = memoMessages(ctx);
     const byBase = new Map<string, Access[]>();
-    const perSection: { reads: string[]; writes: string[] }[] = [];
+    const perSection: { reads: readonly string[]; writes: readonly string[] }[] = [];
     ctx.sections.forEach((s, index) => {
-      const reads: string[] = [];
-      const writes: string[] = [];
-      for (const c of callsOf(msgsOf(s))) {
-        const a = toolAction(c);
-        reads.push(...a.reads.map(canonicalPath));
-        writes.push(...a.writes.map(canonicalPath));
-      }
+      const { reads, writes } = accessesOf(msgsOf(s));
       perSection.push({ reads, writes });
       for (const [list, write] of [
         [reads, false],

@@ -4,8 +4,10 @@
  * since the last user message (or the previous pivot) become a candidate; the summary keeps
  * their conclusion.
  */
+import type { Message } from '../../ingest/types.js';
 import type { Section } from '../../model/types.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
+import { memoList } from '../memo.js';
 import { isCompactable, memoMessages } from './util.js';
 
 /** Phrases that abandon the path explored so far. */
@@ -14,6 +16,17 @@ export const PIVOT_RE =
 
 const EXPLORATION_KINDS = new Set(['assistant-text', 'reasoning', 'tool-call', 'tool-output', 'error-trace']);
 const USER_KINDS = new Set(['user-instruction', 'user-message', 'system', 'summary']);
+
+/** The pivot phrase the assistant messages of a section say, if any (memoized per message list). */
+function pivotOf(msgs: readonly Message[]): string | null {
+  return memoList(msgs, 'pivot', (ms) => {
+    const said = ms
+      .filter((m) => m.role === 'assistant')
+      .map((m) => `${m.reasoning ?? ''}\n${m.text}`)
+      .join('\n');
+    return said.length > 0 ? (PIVOT_RE.exec(said)?.[0] ?? null) : null;
+  });
+}
 
 export const supersededReasoning: Detector = {
   name: 'superseded-reasoning',
@@ -26,17 +39,12 @@ export const supersededReasoning: Detector = {
         run = [];
         continue;
       }
-      const msgs = msgsOf(s);
-      const said = msgs
-        .filter((m) => m.role === 'assistant')
-        .map((m) => `${m.reasoning ?? ''}\n${m.text}`)
-        .join('\n');
-      const pivot = (s.kind === 'assistant-text' || s.kind === 'reasoning' || s.kind === 'tool-call') && said.length > 0 ? PIVOT_RE.exec(said) : null;
-      if (pivot && run.length > 0) {
+      const pivot = s.kind === 'assistant-text' || s.kind === 'reasoning' || s.kind === 'tool-call' ? pivotOf(msgsOf(s)) : null;
+      if (pivot !== null && run.length > 0) {
         const ids = run.filter((r) => isCompactable(r) && EXPLORATION_KINDS.has(r.kind)).map((r) => r.id);
         const tokens = run.reduce((n, r) => n + r.tokens, 0);
         if (ids.length >= 2 || (ids.length === 1 && tokens >= 120)) {
-          out.push({ sectionIds: ids, reason: 'superseded-reasoning', detail: { pivot: s.id, marker: pivot[0] } });
+          out.push({ sectionIds: ids, reason: 'superseded-reasoning', detail: { pivot: s.id, marker: pivot } });
         }
         run = [];
         continue;

@@ -51,7 +51,9 @@ export function memoMessages(ctx: DetectorContext): (s: Section) => readonly Mes
 export function lineSet(text: string): Set<string> {
   const out = new Set<string>();
   for (const l of text.split('\n')) {
-    const t = l.trim().replace(/\s+/g, ' ');
+    const trimmed = l.trim();
+    // collapsing is the identity unless some whitespace run is not a single space
+    const t = /\s\s|[^\S ]/.test(trimmed) ? trimmed.replace(/\s+/g, ' ') : trimmed;
     if (t.length > 0) out.add(t);
   }
   return out;

@@ -4,6 +4,7 @@
  */
 import { countFrames, extractErrorLines, isFrameLine, isProjectFrame } from '../text.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
+import { memoList } from '../memo.js';
 import { isCompactable, memoMessages, textOf } from './util.js';
 
 /** A trace needs at least this many frame lines to be verbose. */
@@ -30,9 +31,12 @@ export const verboseErrorTrace: Detector = {
     const out: Candidate[] = [];
     for (const s of ctx.sections) {
       if (!isCompactable(s) || s.tokens < MIN_TOKENS) continue;
-      const text = textOf(msgsOf(s));
-      if (countFrames(text) < MIN_FRAMES) continue;
-      out.push({ sectionIds: [s.id], reason: 'verbose-error-trace', detail: traceEssentials(text) });
+      const essentials = memoList(msgsOf(s), 'trace-essentials', (ms) => {
+        const text = textOf(ms);
+        return countFrames(text) < MIN_FRAMES ? null : traceEssentials(text);
+      });
+      if (!essentials) continue;
+      out.push({ sectionIds: [s.id], reason: 'verbose-error-trace', detail: { ...essentials } });
     }
     return out;
   },
