@@ -7,7 +7,7 @@ import { createTokenCounter } from '../model/tokens.js';
 import type { Db } from '../store/db.js';
 import { TemplateStore } from '../store/templates.js';
 import { createLogger } from '../util/logger.js';
-import { bootstrap, exportTemplates, importTemplates, resolveStateDir, testTemplate } from '../warm/index.js';
+import { bootstrap, exportTemplates, importTemplates, testTemplate } from '../warm/index.js';
 import { openStateForCli } from './state.js';
 import { parsePositiveInt, pct, printJson, printLine, usageError } from './output.js';
 
@@ -24,7 +24,7 @@ interface BootstrapFlags extends StateFlags {
 const STATE_HELP = 'state directory (default $XDG_STATE_HOME/contextd, else ~/.local/state/contextd)';
 
 function withStore<T>(flags: StateFlags, create: boolean, fn: (store: TemplateStore, db: Db) => T): T {
-  const db = openStateForCli(resolveStateDir(flags.state), { create });
+  const db = openStateForCli(flags.state, { create });
   try {
     return fn(new TemplateStore(db), db);
   } finally {
@@ -33,7 +33,7 @@ function withStore<T>(flags: StateFlags, create: boolean, fn: (store: TemplateSt
 }
 
 async function withStoreAsync<T>(flags: StateFlags, create: boolean, fn: (store: TemplateStore) => Promise<T>): Promise<T> {
-  const db = openStateForCli(resolveStateDir(flags.state), { create });
+  const db = openStateForCli(flags.state, { create });
   try {
     return await fn(new TemplateStore(db));
   } finally {

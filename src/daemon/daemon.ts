@@ -8,7 +8,7 @@ import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
-import { dbPathIn } from './paths.js';
+import { stateDbPath } from '../store/paths.js';
 import { SessionManager } from './sessions.js';
 import { buildHandlers, type DaemonApi } from './handlers.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
@@ -80,7 +80,7 @@ export class Daemon {
 
   private async startParts(): Promise<void> {
     const o = this.options;
-    const dbPath = dbPathIn(o.stateDir);
+    const dbPath = stateDbPath(o.stateDir);
     this.db = openDb(dbPath);
     const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
@@ -92,7 +92,7 @@ export class Daemon {
       archive: new Archive(this.db),
       plans: new PlanLog(this.db),
       now: this.now,
-      hasSubscribers: (sessionId) => [...this.subscriptions.values()].some((set) => set.has(sessionId)),
+      hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
     });
     this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now });
     this.sessions.on('plan', (s, plan) => {
@@ -209,6 +209,13 @@ export class Daemon {
     tailer.on('error', (err) => this.log.warn({ err: describeError(err), code: (err as ContextdError).code }, 'tailer error'));
   }
 
+  /** Connections subscribed to a session. */
+  private subscriberCount(sessionId: string): number {
+    let n = 0;
+    for (const subs of this.subscriptions.values()) if (subs.has(sessionId)) n++;
+    return n;
+  }
+
   private pushTo(sessionId: string, method: string, params: unknown): number {
     let n = 0;
     for (const [connId, subs] of this.subscriptions) {
@@ -229,8 +236,7 @@ export class Daemon {
           this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
           // Free its model unless a client still follows it: the file stays watched and is read
           // again from 0 if the session resumes.
-          const watched = [...this.subscriptions.values()].some((set) => set.has(s.sessionId));
-          if (s.ended && !watched && !this.stopping && this.tailer?.release(s.file)) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
+          if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && this.tailer?.release(s.file)) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
         },
         (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
       );
@@ -281,7 +287,7 @@ export class Daemon {
           lastActivityAt: s.lastActivityAt,
           openPlans: this.sessions?.openPlanCount(s.sessionId) ?? 0,
           lastEdit: s.lastEdit ?? null,
-          subscribers: [...this.subscriptions.values()].filter((set) => set.has(s.sessionId)).length,
+          subscribers: this.subscriberCount(s.sessionId),
         };
       }),
     };

@@ -1,6 +1,6 @@
 import { homedir } from 'node:os';
 import { defaultSocketPath as ipcDefaultSocketPath } from '../ipc/paths.js';
-import { resolveStateDir, stateDbPath } from '../store/paths.js';
+import { resolveStateDir } from '../store/paths.js';
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 
@@ -10,9 +10,6 @@ type Env = Readonly<Record<string, string | undefined>>;
 export function defaultStateDir(env: Env = process.env): string {
   return resolveStateDir(undefined, env);
 }
-
-/** The SQLite file inside a state directory. */
-export const dbPathIn = stateDbPath;
 
 /**
  * The socket path: systemd's `$RUNTIME_DIRECTORY/contextd.sock` under RuntimeDirectory=,

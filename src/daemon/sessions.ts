@@ -249,6 +249,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
       if (previous?.zone !== zone) this.emit('zone', s, zone, previous?.zone);
     }
+    this.scheduleFor(s, zone);
+  }
+
+  /** Past a watermark, plan in the mode its zone calls for. */
+  private scheduleFor(s: LiveSession, zone: Zone): void {
     if (zone !== 'ok') this.schedulePlan(s, zone === 'reserve' ? 'reserve' : 'soft');
   }
 
@@ -262,8 +267,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (wait > 0) {
       s.planTimer = setTimeout(() => {
         s.planTimer = undefined;
-        const zone = zoneOf(s.model.headroom(), this.options);
-        if (zone !== 'ok') this.schedulePlan(s, zone === 'reserve' ? 'reserve' : 'soft');
+        this.scheduleFor(s, zoneOf(s.model.headroom(), this.options));
       }, wait);
       s.planTimer.unref();
       return;

@@ -23,4 +23,4 @@ export {
   type TemplateRecord,
   type TextRedactor,
 } from './exchange.js';
-export { resolveStateDir, stateDbPath } from './paths.js';
+export { resolveStateDir, stateDbPath } from '../store/paths.js';
