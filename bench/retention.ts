@@ -30,7 +30,7 @@ import { SessionModel } from '../src/model/index.js';
 import { createTokenCounter } from '../src/model/tokens.js';
 import { compactWithStrategy, planCompaction, SummaryCache, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../src/compact/index.js';
 import { extractConfigValues, extractErrorLines, sentences } from '../src/compact/text.js';
-import { toolAction } from '../src/compact/toolargs.js';
+import { toolAction } from '../src/model/toolargs.js';
 
 export const PROBE_CATEGORIES = ['instruction', 'goal', 'decision', 'error', 'path', 'fact'] as const;
 export type ProbeCategory = (typeof PROBE_CATEGORIES)[number];

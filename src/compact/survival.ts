@@ -12,7 +12,7 @@
 import type { Message } from '../ingest/types.js';
 import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, termsOf, uniq } from './text.js';
 import { memoMessage } from './memo.js';
-import { toolAction } from './toolargs.js';
+import { toolAction } from '../model/toolargs.js';
 
 export const MAX_FACTS_PER_KIND = 12;
 

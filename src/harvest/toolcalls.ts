@@ -4,6 +4,7 @@
  * normalized error signature for failures. Pure.
  */
 import type { Message } from '../ingest/types.js';
+import { baseToolName, isReadTool, isWriteTool } from '../model/toolargs.js';
 
 export const TOOL_KINDS = ['shell', 'read', 'edit', 'search', 'web', 'other'] as const;
 export type ToolKind = (typeof TOOL_KINDS)[number];
@@ -32,8 +33,9 @@ export interface ToolExchange {
 }
 
 const SHELL = /^(bash|shell|sh|zsh|exec_command|terminal|execute_command|run_command|run_terminal_cmd|local_shell|run_shell_command|command|cmd|container\.exec)$/i;
-const READ = /(^|[_.])(read|view|cat|open|ls|list|notebookread|read_file|get_file)([_.]|$)|^read|^ls$/i;
-const EDIT = /(edit|write|patch|replace|create_file|str_replace|insert|notebookedit|apply_patch|multiedit|delete_file|move_file)/i;
+/** Beyond the shared read/write tool names: listing tools read, file moves and deletes edit. */
+const READ_EXTRA = /^(ls|list|list_dir|list_directory)$/i;
+const EDIT_EXTRA = /^(delete_file|move_file|rename_file)$/i;
 const SEARCH = /(grep|glob|search|find|ripgrep|rg$|codebase|symbol)/i;
 const WEB = /(web|browser|fetch|http|url|navigate|context7|docs|crawl|scrape)/i;
 
@@ -42,9 +44,9 @@ export function toolKind(tool: string): ToolKind {
   const name = tool.replace(/^mcp__/, '');
   if (SHELL.test(name) || /bash/i.test(name)) return 'shell';
   if (WEB.test(name) && !/session_search/i.test(name)) return 'web';
-  if (EDIT.test(name)) return 'edit';
+  if (isWriteTool(name) || EDIT_EXTRA.test(baseToolName(name))) return 'edit';
   if (SEARCH.test(name)) return 'search';
-  if (READ.test(name)) return 'read';
+  if (isReadTool(name) || READ_EXTRA.test(baseToolName(name))) return 'read';
   return 'other';
 }
 

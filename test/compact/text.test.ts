@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { extractConfigValues, extractConstraints, extractErrorLines, extractPaths, extractUrls, fnv1a64, isProjectFrame } from '../../src/compact/text.js';
-import { toolAction } from '../../src/compact/toolargs.js';
+import { toolAction } from '../../src/model/toolargs.js';
 import { keyFacts, ensureSurvival } from '../../src/compact/survival.js';
 import { repairPairs, renderText } from '../../src/compact/render.js';
 import { createTokenCounter } from '../../src/model/tokens.js';

@@ -5,7 +5,7 @@
  */
 import type { Message } from '../../ingest/types.js';
 import type { Section } from '../../model/types.js';
-import { toolAction } from '../toolargs.js';
+import { toolAction } from '../../model/toolargs.js';
 import { jaccard } from '../text.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList, memoMessage } from '../memo.js';

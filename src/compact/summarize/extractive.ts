@@ -20,7 +20,7 @@ import {
   lastSentences,
   sentences,
 } from '../text.js';
-import { toolAction } from '../toolargs.js';
+import { toolAction } from '../../model/toolargs.js';
 import { finalErrorLine } from '../survival.js';
 import type { Summarizer, SummarizeInput } from '../types.js';
 

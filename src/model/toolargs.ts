@@ -22,6 +22,21 @@ const WRITE_TOOLS = /^(edit|multiedit|write|write_file|writefile|create|create_f
 const PATH_KEYS = ['file_path', 'path', 'filePath', 'filename', 'file', 'target_file', 'notebook_path', 'absolute_path'];
 const COMMAND_KEYS = ['command', 'cmd', 'script', 'input'];
 
+/** The tool's own name: `mcp__server__tool` → `tool`. */
+export function baseToolName(name: string): string {
+  return name.replace(/^.*__/, '');
+}
+
+/** A tool that returns a file's content (by its exact name, not a substring: `TodoRead` is not one). */
+export function isReadTool(name: string): boolean {
+  return READ_TOOLS.test(baseToolName(name));
+}
+
+/** A tool that changes files (by its exact name: `TodoWrite` is not one). */
+export function isWriteTool(name: string): boolean {
+  return WRITE_TOOLS.test(baseToolName(name));
+}
+
 /** Parse a tool call's arguments: JSON object, or the raw string under `input`. */
 export function parseArgs(raw: string): Record<string, unknown> {
   const t = raw.trim();
@@ -61,7 +76,7 @@ export function toolAction(call: ToolCall): ToolAction {
 
 function computeToolAction(call: ToolCall): ToolAction {
   const args = parseArgs(call.arguments);
-  const name = call.name.replace(/^.*__/, ''); // mcp__server__tool → tool
+  const name = baseToolName(call.name);
   const reads: string[] = [];
   const writes: string[] = [];
   let command: string | undefined;
