@@ -1,6 +1,7 @@
 /**
  * Context markers (paths, URLs, repositories, commands) and session task type. Pure.
  */
+import { hostedRepo, normalizeRepo } from '../store/repo.js';
 import type { Message } from '../ingest/types.js';
 import { classifyTaskText, type TaskType } from '../store/templates.js';
 import type { ToolExchange } from './toolcalls.js';
@@ -18,15 +19,8 @@ const MARKER_LIMITS: Readonly<Record<MarkerKind, number>> = { path: 20, url: 8, 
 
 const URL_RE = /\bhttps?:\/\/[^\s"'`<>)\]}]{4,300}/g;
 const PATH_RE = /(?:^|[\s"'`(=])((?:~|\.{1,2})?\/?(?:[\w@.-]+\/)+[\w@.-]+\.[A-Za-z0-9]{1,8})(?=$|[\s"'`),:;])/gm;
-const GITHUB_RE = /\b(?:github\.com|gitlab\.com|bitbucket\.org)[/:]([\w.-]+\/[\w.-]+?)(?:\.git)?(?=[/\s"'`)#?]|$)/g;
-
 /** `owner/name` of a repository URL (https or scp-style), or the value itself. */
-export function repoName(repo: string): string {
-  GITHUB_RE.lastIndex = 0;
-  const m = GITHUB_RE.exec(repo);
-  GITHUB_RE.lastIndex = 0;
-  return m?.[1] ?? repo.replace(/\.git$/, '');
-}
+export const repoName = normalizeRepo;
 
 /** Make a path relative to the session's cwd when it lies under it (templates travel between clones). */
 export function relativePath(path: string, cwd: string | undefined): string {
@@ -62,9 +56,8 @@ export function extractMarkers(messages: readonly Message[], calls: readonly Too
     for (const u of text.match(URL_RE) ?? []) {
       const url = u.replace(/[.,;:]+$/, '');
       counters.url.add(url);
-      GITHUB_RE.lastIndex = 0;
-      const g = GITHUB_RE.exec(url);
-      if (g?.[1]) counters.repo.add(g[1]);
+      const repo = hostedRepo(url);
+      if (repo) counters.repo.add(repo);
     }
     PATH_RE.lastIndex = 0;
     for (let p = PATH_RE.exec(text); p !== null; p = PATH_RE.exec(text)) if (p[1] && !p[1].includes('://')) counters.path.add(relativePath(p[1], cwd));

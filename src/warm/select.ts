@@ -3,6 +3,7 @@
  * match, a repo boost and a little of the harvest value; ties broken by success rate. The
  * requested repo's best template is always among those returned.
  */
+import { normalizeRepo } from '../store/repo.js';
 import { classifyTaskText, termsOf, type TaskType, type TemplateStore, type TemplateSummary } from '../store/templates.js';
 
 export interface SelectionQuery {
@@ -25,11 +26,8 @@ export interface ScoredTemplate {
 
 export const SELECTION_WEIGHTS = { lexical: 0.45, type: 0.15, repo: 0.35, value: 0.05 } as const;
 
-/** `owner/name` of a repository URL or slug (what harvest stores). */
-export function normalizeRepo(repo: string): string {
-  const m = /\b(?:github\.com|gitlab\.com|bitbucket\.org)[/:]([\w.-]+\/[\w.-]+?)(?:\.git)?(?:[/#?]|$)/.exec(repo);
-  return m?.[1] ?? repo.replace(/\.git$/, '').replace(/\/+$/, '');
-}
+/** `owner/name` of a repository URL or slug: the same spelling harvest stores. */
+export { normalizeRepo };
 
 /** The repository's own name (`acme/contextd` → `contextd`). */
 export function repoShortName(repo: string): string {

@@ -17,3 +17,15 @@ describe('tool kinds agree with what compaction reads from a call', () => {
     expect(toolAction({ id: 'c', name: 'TodoWrite', arguments: '{"todos":[]}' }).writes).toEqual([]);
   });
 });
+
+describe('one spelling of a repository for storing and finding templates', () => {
+  it('harvest and warm normalize alike', async () => {
+    const { repoName } = await import('../../src/harvest/markers.js');
+    const { normalizeRepo } = await import('../../src/warm/select.js');
+    for (const r of ['acme/contextd/', 'https://github.com/acme/contextd)', 'git@github.com:acme/contextd.git', 'https://gitlab.com/acme/contextd/-/tree/main', 'contextd.git']) {
+      expect(repoName(r)).toBe(normalizeRepo(r));
+    }
+    expect(normalizeRepo('acme/contextd/')).toBe('acme/contextd');
+    expect(normalizeRepo('https://github.com/acme/contextd)')).toBe('acme/contextd');
+  });
+});
