@@ -31,20 +31,28 @@ interface Row {
 export class Archive {
   private readonly insert;
   private readonly byHandle;
+  private readonly relink;
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
-      `INSERT OR REPLACE INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at)
+      `INSERT INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at)
        VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt)`,
     );
     this.byHandle = db.prepare(`SELECT * FROM archive WHERE handle = ?`);
+    this.relink = db.prepare(`UPDATE archive SET plan_id = @planId, edit_id = @editId, reason = @reason, created_at = @createdAt WHERE handle = @handle`);
   }
 
-  /** Store several edits atomically (one plan's worth). */
+  /**
+   * Store several edits atomically (one plan's worth). A handle names the replaced messages,
+   * so when it is archived already its originals are the same: only the plan it now belongs
+   * to is updated, and the (possibly large) messages are not serialized and written again.
+   */
   putMany(entries: readonly ArchivedEdit[]): void {
     try {
       this.db.transaction(() => {
         for (const e of entries) {
+          const relinked = this.relink.run({ handle: e.handle, planId: e.planId ?? null, editId: e.editId ?? null, reason: e.reason, createdAt: e.createdAt });
+          if (relinked.changes > 0) continue;
           this.insert.run({
             handle: e.handle,
             sessionId: e.sessionId,

@@ -93,4 +93,15 @@ describe('store', () => {
     expect(archive.get('h_ok')).toBeDefined();
     expect(archive.get('h_big')).toBeUndefined();
   });
+
+  it('re-archiving a handle relinks it to the newer plan without rewriting its originals', () => {
+    const { db } = tempDb();
+    const archive = new Archive(db);
+    const messages = [{ id: 'L1', role: 'tool' as const, text: 'original output' }];
+    archive.putMany([{ handle: 'h_same', sessionId: 's', planId: 'p1', editId: 'e1', reason: 'low-score', sectionIds: ['s4'], messages, tokens: 9, createdAt: 1 }]);
+    archive.putMany([{ handle: 'h_same', sessionId: 's', planId: 'p2', editId: 'e2', reason: 'stale-read', sectionIds: ['s4'], messages, tokens: 9, createdAt: 2 }]);
+    expect(archive.count('s')).toBe(1);
+    expect(archive.get('h_same')).toMatchObject({ planId: 'p2', editId: 'e2', reason: 'stale-read', createdAt: 2, messages });
+  });
 });
+
