@@ -7,7 +7,7 @@ export { planCompaction, applyPlan, handleFor, targetTokensFor, toCountedTokens,
 export type { PlanOptions } from './planner.js';
 export { compactWithStrategy, renderSections, MASK_PLACEHOLDER, MIDDLE_HEAD_MESSAGES, MIDDLE_SUMMARY_RATIO } from './strategies.js';
 export type { StrategyOptions } from './strategies.js';
-export { ALL_DETECTORS, CRUFT_DETECTORS, runDetectors, lowScore, redundantToolOutput, staleRead, supersededReasoning, verboseErrorTrace } from './detectors/index.js';
+export { CRUFT_DETECTORS, runDetectors, lowScore, redundantToolOutput, staleRead, supersededReasoning, verboseErrorTrace } from './detectors/index.js';
 export { createExtractiveSummarizer, createOpenAISummarizer, createSummarizer, extractiveSummary } from './summarize/index.js';
 export type { OpenAISummarizer, OpenAISummarizerConfig, SummarizerSpec, SummarizerStats } from './summarize/index.js';
 export { keyFacts, ensureSurvival } from './survival.js';

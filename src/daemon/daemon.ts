@@ -248,7 +248,6 @@ export class Daemon {
   /** What the socket handlers may do; the handlers never see the wiring itself. */
   private api(): DaemonApi {
     return {
-      version: VERSION,
       sessions: () => this.sessions as SessionManager,
       warm: () => this.warm as WarmService,
       archive: () => new Archive(this.db as Db),

@@ -1,4 +1,4 @@
-import { defineHandler, METHODS, PARAMS_SCHEMAS, PROTOCOL_VERSION, type Handler } from '../ipc/index.js';
+import { defineHandler, METHODS, PARAMS_SCHEMAS, type Handler } from '../ipc/index.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import type { Archive } from '../store/index.js';
 import type { SessionManager } from './sessions.js';
@@ -7,7 +7,6 @@ import type { DaemonStatus } from './daemon.js';
 
 /** What the socket handlers may ask of the daemon. */
 export interface DaemonApi {
-  readonly version: string;
   sessions(): SessionManager;
   warm(): WarmService;
   archive(): Archive;
@@ -17,14 +16,12 @@ export interface DaemonApi {
   status(): DaemonStatus;
 }
 
-/** The JSON-RPC method table of design §6, each validated by its params schema. */
+/**
+ * The JSON-RPC method table of design §6, each validated by its params schema. `initialize`
+ * is answered by the IPC dispatcher itself (server name, version, protocol version).
+ */
 export function buildHandlers(api: DaemonApi): Record<string, Handler> {
   return {
-    [METHODS.initialize]: defineHandler(PARAMS_SCHEMAS[METHODS.initialize], () => ({
-      server: { name: 'contextd', version: api.version },
-      protocolVersion: PROTOCOL_VERSION,
-    })),
-
     [METHODS.subscribe]: defineHandler(PARAMS_SCHEMAS[METHODS.subscribe], (p, ctx) => {
       const sessions = api.sessions();
       let session;

@@ -112,9 +112,3 @@ export async function redact(text: string): Promise<Redacted> {
   return { text: r.texts[0] ?? '', findings: r.findings };
 }
 
-/** Sum two finding lists. */
-export function mergeFindings(a: readonly RedactionFinding[], b: readonly RedactionFinding[]): RedactionFinding[] {
-  const counts = new Map<string, number>();
-  for (const f of [...a, ...b]) addFinding(counts, f.rule, f.count);
-  return toFindings(counts);
-}

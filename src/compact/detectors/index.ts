@@ -12,7 +12,6 @@ export { isCompactable } from './util.js';
 
 /** Cruft detectors (cheap, specific) before the general `low-score`. */
 export const CRUFT_DETECTORS: readonly Detector[] = [redundantToolOutput, staleRead, verboseErrorTrace, supersededReasoning];
-export const ALL_DETECTORS: readonly Detector[] = [...CRUFT_DETECTORS, lowScore];
 
 /** Run detectors and return their candidates in detector order. */
 export function runDetectors(ctx: DetectorContext, detectors: readonly Detector[] = CRUFT_DETECTORS): Candidate[] {

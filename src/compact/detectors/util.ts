@@ -15,13 +15,6 @@ export function callsOf(msgs: readonly Message[]): ToolCall[] {
   return out;
 }
 
-/** Text of the tool results in a section. */
-export function outputOf(msgs: readonly Message[]): string {
-  return msgs
-    .filter((m) => m.role === 'tool')
-    .map((m) => m.text)
-    .join('\n');
-}
 
 /** All visible text of a section (text, reasoning, tool arguments). */
 export function textOf(msgs: readonly Message[]): string {
