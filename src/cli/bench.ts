@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { printJson, usageError } from './output.js';
 import { peakRssMiB } from '../../bench/harness.js';
 
-const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'all'] as const;
+const SCENARIOS = ['ingest', 'latency', 'plan', 'retention', 'warm', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** The corpus beside the repository (../shared/corpus), or --corpus. */
@@ -31,6 +31,10 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promi
       const { benchLatency } = await import('../../bench/latency.js');
       return benchLatency();
     }
+    case 'plan': {
+      const { benchPlan } = await import('../../bench/plan.js');
+      return benchPlan();
+    }
     case 'retention': {
       const { benchRetention } = await import('../../bench/retention.js');
       return benchRetention({ corpusDir });
@@ -47,7 +51,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promi
   }
 }
 
-/** `contextd bench [ingest|latency|retention|warm|all] [--json]`: benchmark figures as JSON. */
+/** `contextd bench [ingest|latency|plan|retention|warm|all] [--json]`: benchmark figures as JSON. */
 export function registerBench(program: Command): void {
   program
     .command('bench')
@@ -59,7 +63,7 @@ export function registerBench(program: Command): void {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
       const corpusDir = flags.corpus ?? defaultCorpus();
       if (!existsSync(corpusDir)) throw usageError(`corpus not found at ${corpusDir}: pass --corpus DIR`);
-      const list = scenario === 'all' ? (['ingest', 'retention', 'warm', 'latency'] as const) : [scenario as Exclude<Scenario, 'all'>];
+      const list = scenario === 'all' ? (['ingest', 'plan', 'retention', 'warm', 'latency'] as const) : [scenario as Exclude<Scenario, 'all'>];
       const results: Record<string, unknown> = {};
       for (const s of list) results[s] = await run(s, corpusDir);
       printJson({ node: process.version, platform: `${process.platform}-${process.arch}`, cpus: (await import('node:os')).cpus().length, ...(list.length === 1 ? results[list[0] as string] as object : results), benchPeakRssMiB: peakRssMiB() });

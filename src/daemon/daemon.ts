@@ -1,9 +1,10 @@
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
-import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
+import { createTokenCounter, withTokenCountCache, type TokenCounter } from '../model/tokens.js';
 import { createSummarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
-import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../store/index.js';
+import { Archive, HeadroomLog, PlanLog, TokenCounts, openDb, type Db } from '../store/index.js';
+import { SqliteTokenCountCache } from './token-cache.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
@@ -36,6 +37,7 @@ export class Daemon {
   private readonly env: Readonly<Record<string, string | undefined>>;
   private readonly startedAt: number;
   private db: Db | undefined;
+  private tokenCache: SqliteTokenCountCache | undefined;
   private tailer: Tailer | undefined;
   private server: RpcServer | undefined;
   private sessions: SessionManager | undefined;
@@ -82,7 +84,9 @@ export class Daemon {
     const o = this.options;
     const dbPath = stateDbPath(o.stateDir);
     this.db = openDb(dbPath);
-    const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
+    // Counts persist by content hash: a restart on existing transcripts reads them back.
+    this.tokenCache = new SqliteTokenCountCache(new TokenCounts(this.db), this.deps.logger);
+    const tokenCounter = withTokenCountCache(this.deps.tokenCounter ?? createTokenCounter(o.encoding), this.tokenCache);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
     this.sessions = new SessionManager(o, {
       logger: this.deps.logger,
@@ -169,6 +173,7 @@ export class Daemon {
     await this.server?.close();
     await this.sessions?.drain();
     await Promise.allSettled([...this.harvests]);
+    this.tokenCache?.close();
     if (this.db?.open) {
       try {
         this.db.pragma('wal_checkpoint(TRUNCATE)');

@@ -41,6 +41,34 @@ export function createTokenCounter(encoding: EncodingName = 'o200k_base'): Token
   };
 }
 
+/**
+ * A lasting memo of token counts, injected by whoever owns storage (the daemon backs it with
+ * SQLite keyed by content hash), so text counted once is never tokenized again — not after a
+ * restart either. Implementations must return exactly what the counter returned.
+ */
+export interface TokenCountCache {
+  get(encoding: string, text: string): number | undefined;
+  set(encoding: string, text: string, tokens: number): void;
+}
+
+/** Shorter texts are counted directly: tokenizing them costs less than a lookup. */
+export const MIN_CACHED_CHARS = 128;
+
+/** `counter` with counts of texts of MIN_CACHED_CHARS or more read from / written to `cache`. */
+export function withTokenCountCache(counter: TokenCounter, cache: TokenCountCache): TokenCounter {
+  return {
+    encoding: counter.encoding,
+    count(text: string): number {
+      if (text.length < MIN_CACHED_CHARS) return counter.count(text);
+      const hit = cache.get(counter.encoding, text);
+      if (hit !== undefined) return hit;
+      const n = counter.count(text);
+      cache.set(counter.encoding, text, n);
+      return n;
+    },
+  };
+}
+
 /** The tokenizer family a model name implies: GPT-4o/4.1/5/o-series use o200k; older GPT-4/3.5 cl100k. */
 export function encodingForModel(model: string | undefined): EncodingName {
   if (!model) return 'o200k_base';

@@ -3,3 +3,4 @@ export { MIGRATIONS, type Migration } from './migrations.js';
 export { HeadroomLog, type HeadroomSample } from './headroom.js';
 export { Archive, type ArchivedEdit } from './archive.js';
 export { PlanLog, type PlanStatus, type StoredPlan } from './plans.js';
+export { TokenCounts, type TokenCountRow } from './token-counts.js';

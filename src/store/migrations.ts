@@ -146,4 +146,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE VIRTUAL TABLE IF NOT EXISTS templates_fts USING fts5(body);
     `,
   },
+  {
+    version: 3,
+    name: 'token counts by content hash',
+    sql: `
+      CREATE TABLE IF NOT EXISTS token_counts (
+        encoding TEXT NOT NULL,
+        hash     BLOB NOT NULL,
+        tokens   INTEGER NOT NULL,
+        PRIMARY KEY (encoding, hash)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

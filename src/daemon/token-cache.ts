@@ -1,0 +1,72 @@
+import { createHash } from 'node:crypto';
+import type { TokenCountCache } from '../model/tokens.js';
+import type { TokenCounts, TokenCountRow } from '../store/index.js';
+import { describeError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+
+/** Pending counts are written once this many have gathered (else on the next turn of the loop). */
+const FLUSH_AT = 2_000;
+
+function contentHash(text: string): Buffer {
+  return createHash('sha1').update(text, 'utf8').digest();
+}
+
+/**
+ * The daemon's token-count cache: SHA-1 of the text → count, in SQLite (store/token-counts).
+ * New counts are buffered and written in one transaction per turn of the event loop, so a
+ * first scan of many transcripts costs one write per batch, not one per message. A store
+ * failure is logged and the count is simply recomputed next time: nothing depends on the cache.
+ */
+export class SqliteTokenCountCache implements TokenCountCache {
+  private readonly pending = new Map<string, TokenCountRow>();
+  private scheduled: NodeJS.Immediate | undefined;
+  private readonly log: Logger;
+  private closed = false;
+
+  constructor(
+    private readonly store: TokenCounts,
+    logger: Logger,
+  ) {
+    this.log = logger.child({ component: 'token-cache' });
+  }
+
+  get(encoding: string, text: string): number | undefined {
+    const hash = contentHash(text);
+    const waiting = this.pending.get(`${encoding}\u0000${hash.toString('base64')}`);
+    if (waiting) return waiting.tokens;
+    try {
+      return this.store.get(encoding, hash);
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'token count cache unreadable; counting instead');
+      return undefined;
+    }
+  }
+
+  set(encoding: string, text: string, tokens: number): void {
+    if (this.closed) return;
+    const hash = contentHash(text);
+    this.pending.set(`${encoding}\u0000${hash.toString('base64')}`, { encoding, hash, tokens });
+    if (this.pending.size >= FLUSH_AT) this.flush();
+    else this.scheduled ??= setImmediate(() => this.flush());
+  }
+
+  /** Write what is pending now (also called on close). */
+  flush(): void {
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = undefined;
+    if (this.pending.size === 0) return;
+    const rows = [...this.pending.values()];
+    this.pending.clear();
+    try {
+      this.store.putMany(rows);
+    } catch (err) {
+      this.log.warn({ err: describeError(err), rows: rows.length }, 'token counts not cached; they will be counted again after a restart');
+    }
+  }
+
+  /** Flush and stop caching (before the database closes). */
+  close(): void {
+    this.flush();
+    this.closed = true;
+  }
+}
