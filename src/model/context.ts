@@ -19,6 +19,7 @@ import {
   type SectionRec,
 } from './fragments.js';
 import { TermIndex } from './relevance.js';
+import { EMPTY_TERM_STATS } from './text.js';
 import type { TokenCounter } from './tokens.js';
 
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
@@ -260,7 +261,7 @@ export class LiveContext {
       base,
       frags: [],
       tokens: 0,
-      stats: { tf: new Map(), length: 0 },
+      stats: EMPTY_TERM_STATS,
       ack: false,
       decision: false,
       features: undefined,

@@ -1,16 +1,19 @@
 /**
  * Density: new information per token (design §4), 0–1.
  *
- * Each section gets, once (when its text is complete), a 64-slot MinHash signature over its
- * 3-word shingles and a unique-shingle ratio. Then
+ * Each message fragment gets, once at ingest, a 64-bin one-permutation MinHash fingerprint of
+ * its 3-word shingles (each shingle is hashed once; its bin is the top 6 bits of the mixed
+ * hash and the bin keeps the smallest remaining value) and its shingle counts. A section's
+ * fingerprint is the bin-wise minimum of its fragments' (exactly the fingerprint of the union
+ * of their shingles), so no section text is re-read when scoring. Then
  *
  *   density = max(DENSITY_FLOOR, (1 − maxSimilarityToNewer) × repetitionFactor)
  *
  * - `maxSimilarityToNewer`: the highest estimated Jaccard similarity between this section's
  *   shingles and those of any NEWER live section of the same group (same tool for tool
- *   sections, same kind otherwise). The newest copy of a repeated output keeps density 1; older
- *   copies drop towards the floor. Similarities below SIMILARITY_NOISE are treated as 0
- *   (MinHash estimation noise on unrelated texts).
+ *   sections, same kind otherwise): equal bins over bins not empty in both. The newest copy
+ *   of a repeated output keeps density 1; older copies drop towards the floor. Similarities
+ *   below SIMILARITY_NOISE are treated as 0 (estimation noise on unrelated texts).
  * - `repetitionFactor = min(1, uniqueShingles / totalShingles / REPETITION_KNEE)`: a log made
  *   of the same line repeated a thousand times carries little information per token.
  *   Texts with fewer than MIN_SHINGLES_FOR_REPETITION shingles are not penalised.
@@ -23,54 +26,80 @@ export const SIMILARITY_NOISE = 0.1;
 export const REPETITION_KNEE = 0.6;
 export const MIN_SHINGLES_FOR_REPETITION = 20;
 
-/** Per-slot multipliers/offsets for the universal hashes h_i(x) = a_i·x + b_i mod 2^32 (a_i odd). */
-const SEEDS_A = new Uint32Array(MINHASH_SLOTS);
-const SEEDS_B = new Uint32Array(MINHASH_SLOTS);
-{
-  // xorshift32 with a fixed seed: deterministic across processes.
-  let x = 0x9e3779b9;
-  const next = (): number => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
-  for (let i = 0; i < MINHASH_SLOTS; i++) {
-    SEEDS_A[i] = next() | 1;
-    SEEDS_B[i] = next();
-  }
-}
+const EMPTY_BIN = 0xffffffff;
+const BIN_SHIFT = 26; // 2^6 = MINHASH_SLOTS bins
+const VALUE_MASK = (1 << BIN_SHIFT) - 1;
 
-/** Shingle-level features of one section, computed once from its text. */
+/** Shingle-level features of a text or section. */
 export interface DensityFeatures {
-  /** MinHash signature; empty text gives an all-0xffffffff signature and `empty: true`. */
+  /** One-permutation MinHash; an empty bin holds 0xffffffff. */
   readonly signature: Uint32Array;
+  /** No shingles at all. */
   readonly empty: boolean;
   readonly totalShingles: number;
+  /** Distinct shingles (for a merged section: the sum over its fragments). */
   readonly uniqueShingles: number;
 }
 
-export function densityFeatures(text: string): DensityFeatures {
-  const hashes = shingleHashes(text);
-  const unique = new Set(hashes);
-  const sig = new Uint32Array(MINHASH_SLOTS).fill(0xffffffff);
-  for (const h of unique) {
-    for (let i = 0; i < MINHASH_SLOTS; i++) {
-      const v = (Math.imul(SEEDS_A[i] as number, h) + (SEEDS_B[i] as number)) >>> 0;
-      if (v < (sig[i] as number)) sig[i] = v;
-    }
-  }
-  return { signature: sig, empty: unique.size === 0, totalShingles: hashes.length, uniqueShingles: unique.size };
+/** murmur3's finalizer: spreads the FNV hash so its top bits pick bins evenly. */
+function mix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
 
-/** Estimated Jaccard similarity of the shingle sets behind two signatures (0 when either is empty). */
+/** Features from shingle hashes (see text.ts `analyseText`). */
+export function featuresOfShingles(hashes: Uint32Array): DensityFeatures {
+  const sig = new Uint32Array(MINHASH_SLOTS).fill(EMPTY_BIN);
+  for (let i = 0; i < hashes.length; i++) {
+    const v = mix(hashes[i] as number);
+    const bin = v >>> BIN_SHIFT;
+    const val = v & VALUE_MASK;
+    if (val < (sig[bin] as number)) sig[bin] = val;
+  }
+  let unique = 0;
+  if (hashes.length > 0) {
+    const sorted = hashes.slice().sort();
+    unique = 1;
+    for (let i = 1; i < sorted.length; i++) if (sorted[i] !== sorted[i - 1]) unique++;
+  }
+  return { signature: sig, empty: hashes.length === 0, totalShingles: hashes.length, uniqueShingles: unique };
+}
+
+export function densityFeatures(text: string): DensityFeatures {
+  return featuresOfShingles(shingleHashes(text));
+}
+
+/** Features of several texts taken together (a section of several fragments). */
+export function mergeFeatures(parts: readonly DensityFeatures[]): DensityFeatures {
+  if (parts.length === 1) return parts[0] as DensityFeatures;
+  const sig = new Uint32Array(MINHASH_SLOTS).fill(EMPTY_BIN);
+  let total = 0;
+  let unique = 0;
+  for (const p of parts) {
+    for (let i = 0; i < MINHASH_SLOTS; i++) if ((p.signature[i] as number) < (sig[i] as number)) sig[i] = p.signature[i] as number;
+    total += p.totalShingles;
+    unique += p.uniqueShingles;
+  }
+  return { signature: sig, empty: total === 0, totalShingles: total, uniqueShingles: unique };
+}
+
+/** Estimated Jaccard similarity of the shingle sets behind two fingerprints (0 when either is empty). */
 export function similarity(a: DensityFeatures, b: DensityFeatures): number {
   if (a.empty || b.empty) return 0;
   let same = 0;
-  for (let i = 0; i < MINHASH_SLOTS; i++) if (a.signature[i] === b.signature[i]) same++;
-  const s = same / MINHASH_SLOTS;
+  let used = 0;
+  for (let i = 0; i < MINHASH_SLOTS; i++) {
+    const x = a.signature[i] as number;
+    const y = b.signature[i] as number;
+    if (x === EMPTY_BIN && y === EMPTY_BIN) continue;
+    used++;
+    if (x === y) same++;
+  }
+  const s = used === 0 ? 0 : same / used;
   return s < SIMILARITY_NOISE ? 0 : s;
 }
 

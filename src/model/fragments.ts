@@ -4,10 +4,10 @@
  * fragments), and section records. Not exported from the barrel.
  */
 import type { Message, ToolCall } from '../ingest/types.js';
-import { densityFeatures, type DensityFeatures } from './density.js';
+import { featuresOfShingles, mergeFeatures, type DensityFeatures } from './density.js';
 import { looksLikeStackTrace } from './classify.js';
 import { IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
-import { termStats, mergeTermStats, type TermStats } from './text.js';
+import { analyseText, mergeTermStats, type TermStats } from './text.js';
 
 export type FragmentPart = 'whole' | 'text' | 'call' | 'result';
 
@@ -18,15 +18,17 @@ export interface Entry {
   live: boolean;
 }
 
-/** The part of a message owned by exactly one section. Tokens and term stats are computed once. */
+/**
+ * The part of a message owned by exactly one section. Its tokens, term stats and shingle
+ * fingerprint are computed once, at ingest; its text is not kept (the message holds it).
+ */
 export interface Fragment {
   readonly entry: Entry;
   readonly part: FragmentPart;
   readonly call?: ToolCall;
   readonly tokens: number;
-  /** Text used for relevance and density (never re-tokenized). */
-  readonly text: string;
   readonly stats: TermStats;
+  readonly features: DensityFeatures;
   /** A tool result that failed or reads like a stack trace. */
   readonly error: boolean;
   section: SectionRec | undefined;
@@ -83,22 +85,16 @@ export function hasPart(rec: SectionRec, part: FragmentPart): boolean {
   return rec.frags.some((f) => f.part === part);
 }
 
-/** Concatenated text of a section, for density features. */
-export function sectionText(rec: SectionRec): string {
-  return rec.frags.map((f) => f.text).join('\n');
-}
-
 /** Term stats of a section: its fragment's own (shared, never mutated) or a fresh merge. */
 export function recomputeStats(rec: SectionRec): TermStats {
   const only = rec.frags.length === 1 ? rec.frags[0] : undefined;
   if (only) return only.stats;
-  const stats: TermStats = { tf: new Map(), length: 0 };
-  for (const f of rec.frags) mergeTermStats(stats, f.stats);
-  return stats;
+  return mergeTermStats(rec.frags.map((f) => f.stats));
 }
 
+/** Density features of a section: its fragments' fingerprints merged (no text is re-read). */
 export function computeFeatures(rec: SectionRec): DensityFeatures {
-  return densityFeatures(sectionText(rec));
+  return mergeFeatures(rec.frags.map((f) => f.features));
 }
 
 function count(counter: TokenCounter, text: string | undefined): number {
@@ -116,16 +112,10 @@ export function buildEntry(message: Message, counter: TokenCounter): Entry {
   const fixed = MESSAGE_OVERHEAD_TOKENS + (message.imageCount ?? 0) * IMAGE_TOKEN_ESTIMATE;
   const calls = message.role === 'assistant' ? (message.toolCalls ?? []) : [];
   const textAndReasoning = message.reasoning ? `${message.text}\n${message.reasoning}` : message.text;
-  const mk = (part: FragmentPart, tokens: number, text: string, call?: ToolCall, error = false): Fragment => ({
-    entry,
-    part,
-    ...(call ? { call } : {}),
-    tokens,
-    text,
-    stats: termStats(text),
-    error,
-    section: undefined,
-  });
+  const mk = (part: FragmentPart, tokens: number, text: string, call?: ToolCall, error = false): Fragment => {
+    const { stats, shingles } = analyseText(text);
+    return { entry, part, ...(call ? { call } : {}), tokens, stats, features: featuresOfShingles(shingles), error, section: undefined };
+  };
   if (message.role === 'tool') {
     const error = message.isError === true || looksLikeStackTrace(message.text);
     entry.frags.push(mk('result', count(counter, message.text) + fixed, message.text, undefined, error));

@@ -32,13 +32,13 @@ export class TermIndex {
   add(stats: TermStats): void {
     this.docs++;
     this.totalLength += stats.length;
-    for (const t of stats.tf.keys()) this.df.set(t, (this.df.get(t) ?? 0) + 1);
+    for (const t of stats.terms) this.df.set(t, (this.df.get(t) ?? 0) + 1);
   }
 
   remove(stats: TermStats): void {
     this.docs--;
     this.totalLength -= stats.length;
-    for (const t of stats.tf.keys()) {
+    for (const t of stats.terms) {
       const n = (this.df.get(t) ?? 0) - 1;
       if (n <= 0) this.df.delete(t);
       else this.df.set(t, n);
@@ -73,17 +73,12 @@ export class TermIndex {
     const avg = this.docs > 0 ? this.totalLength / this.docs : 1;
     const norm = BM25_K1 * (1 - BM25_B + (BM25_B * doc.length) / Math.max(avg, 1));
     let score = 0;
-    // Iterate the smaller of the two maps.
-    if (doc.tf.size <= prepared.size) {
-      for (const [t, f] of doc.tf) {
-        const wIdf = prepared.get(t);
-        if (wIdf !== undefined) score += (wIdf * (f * (BM25_K1 + 1))) / (f + norm);
-      }
-    } else {
-      for (const [t, wIdf] of prepared) {
-        const f = doc.tf.get(t);
-        if (f !== undefined) score += (wIdf * (f * (BM25_K1 + 1))) / (f + norm);
-      }
+    const { terms, counts } = doc;
+    for (let i = 0; i < terms.length; i++) {
+      const wIdf = prepared.get(terms[i] as string);
+      if (wIdf === undefined) continue;
+      const f = counts[i] as number;
+      score += (wIdf * (f * (BM25_K1 + 1))) / (f + norm);
     }
     return score;
   }
@@ -92,8 +87,8 @@ export class TermIndex {
 /** Builds the weighted query from the goal's terms and the anchors' terms. */
 export function buildQuery(goal: TermStats | undefined, anchors: readonly TermStats[]): Map<string, number> {
   const q = new Map<string, number>();
-  for (const a of anchors) for (const t of a.tf.keys()) q.set(t, ANCHOR_TERM_WEIGHT);
-  if (goal) for (const t of goal.tf.keys()) q.set(t, GOAL_TERM_WEIGHT);
+  for (const a of anchors) for (const t of a.terms) q.set(t, ANCHOR_TERM_WEIGHT);
+  if (goal) for (const t of goal.terms) q.set(t, GOAL_TERM_WEIGHT);
   return q;
 }
 

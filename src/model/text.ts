@@ -31,32 +31,82 @@ const WORD_SPLIT = /[^\p{L}\p{N}_]+/u;
  * gives `src`, `model`, `index`, `ts`), without stopwords or one-character words.
  */
 export function words(text: string): string[] {
-  const out: string[] = [];
-  for (const raw of boundText(text).toLowerCase().split(WORD_SPLIT)) {
-    if (raw.length < 2 || raw.length > 64) continue;
-    if (STOPWORDS.has(raw)) continue;
-    out.push(raw);
+  return rawWords(text).filter(isTerm);
+}
+
+/**
+ * Term frequencies of a text, compactly: `terms[i]` occurs `counts[i]` times (terms unique, in
+ * first-seen order), plus the number of terms (the BM25 document length). Two parallel arrays
+ * instead of a Map: a session holds one of these per message, and a Map's hash table costs
+ * several times more memory than the data in it.
+ */
+export interface TermStats {
+  readonly terms: readonly string[];
+  readonly counts: Uint32Array;
+  readonly length: number;
+}
+
+export const EMPTY_TERM_STATS: TermStats = Object.freeze({ terms: Object.freeze([]) as readonly string[], counts: new Uint32Array(0), length: 0 });
+
+function statsOf(tf: ReadonlyMap<string, number>, length: number): TermStats {
+  if (tf.size === 0) return EMPTY_TERM_STATS;
+  return { terms: [...tf.keys()], counts: Uint32Array.from(tf.values()), length };
+}
+
+/** Lowercased raw words (empty pieces dropped) of the bounded text: the input of terms and shingles. */
+function rawWords(text: string): string[] {
+  const ws = boundText(text).toLowerCase().split(WORD_SPLIT);
+  let n = 0;
+  for (const w of ws) if (w.length > 0) ws[n++] = w;
+  ws.length = n;
+  return ws;
+}
+
+function isTerm(w: string): boolean {
+  return w.length >= 2 && w.length <= 64 && !STOPWORDS.has(w);
+}
+
+export function termStats(text: string): TermStats {
+  return analyseText(text).stats;
+}
+
+/** Terms and shingle hashes of a text, from one pass over its words (both are needed at ingest). */
+export function analyseText(text: string, shingleSize = 3): { stats: TermStats; shingles: Uint32Array } {
+  const ws = rawWords(text);
+  const tf = new Map<string, number>();
+  let length = 0;
+  const wordHash = new Uint32Array(ws.length);
+  for (let i = 0; i < ws.length; i++) {
+    const w = ws[i] as string;
+    wordHash[i] = fnv1a32(w);
+    if (!isTerm(w)) continue;
+    tf.set(w, (tf.get(w) ?? 0) + 1);
+    length++;
+  }
+  return { stats: statsOf(tf, length), shingles: shingleHashesOf(wordHash, shingleSize) };
+}
+
+/** Hashes of `size` consecutive words (one per word when there are fewer words than `size`). */
+function shingleHashesOf(wordHash: Uint32Array, size: number): Uint32Array {
+  if (wordHash.length < size) return wordHash;
+  const out = new Uint32Array(wordHash.length - size + 1);
+  for (let i = 0; i < out.length; i++) {
+    let h = 0x811c9dc5;
+    for (let j = 0; j < size; j++) h = Math.imul(h ^ (wordHash[i + j] as number), 0x01000193);
+    out[i] = h >>> 0;
   }
   return out;
 }
 
-/** Term frequencies of `text`, plus the number of terms (the BM25 document length). */
-export interface TermStats {
-  readonly tf: Map<string, number>;
-  length: number;
-}
-
-export function termStats(text: string): TermStats {
+/** Sum of several term stats (a section made of several fragments). */
+export function mergeTermStats(parts: readonly TermStats[]): TermStats {
   const tf = new Map<string, number>();
-  const ws = words(text);
-  for (const w of ws) tf.set(w, (tf.get(w) ?? 0) + 1);
-  return { tf, length: ws.length };
-}
-
-/** Adds `b` into `a` (mutates `a`). */
-export function mergeTermStats(a: TermStats, b: TermStats): void {
-  for (const [t, n] of b.tf) a.tf.set(t, (a.tf.get(t) ?? 0) + n);
-  a.length += b.length;
+  let length = 0;
+  for (const p of parts) {
+    p.terms.forEach((t, i) => tf.set(t, (tf.get(t) ?? 0) + (p.counts[i] as number)));
+    length += p.length;
+  }
+  return statsOf(tf, length);
 }
 
 /** 32-bit FNV-1a hash of a string. */
@@ -73,20 +123,6 @@ export function fnv1a32(s: string): number {
  * Hashes of the word shingles (`size` consecutive raw words, stopwords kept) of `text`.
  * Texts with fewer words than `size` give one shingle per word.
  */
-export function shingleHashes(text: string, size = 3): number[] {
-  const ws = boundText(text)
-    .toLowerCase()
-    .split(WORD_SPLIT)
-    .filter((w) => w.length > 0);
-  const out: number[] = [];
-  if (ws.length < size) {
-    for (const w of ws) out.push(fnv1a32(w));
-    return out;
-  }
-  for (let i = 0; i + size <= ws.length; i++) {
-    let s = ws[i] as string;
-    for (let j = 1; j < size; j++) s += ` ${ws[i + j] as string}`;
-    out.push(fnv1a32(s));
-  }
-  return out;
+export function shingleHashes(text: string, size = 3): Uint32Array {
+  return analyseText(text, size).shingles;
 }
