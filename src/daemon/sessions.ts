@@ -7,6 +7,7 @@ import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { LiveSession, headroomLogReason, zoneOf, type Zone } from './live-session.js';
+import { PlanQueue } from './plan-queue.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
 export interface LoopOptions {
@@ -62,12 +63,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly now: () => number;
   private options: LoopOptions;
   private closing = false;
+  /** Sessions waiting for a plan, served in turn with the event loop given back in between. */
+  private readonly queue: PlanQueue;
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
     this.options = options;
     this.log = deps.logger.child({ component: 'sessions' });
     this.now = deps.now ?? Date.now;
+    this.queue = new PlanQueue({ onError: (sessionId, err) => this.log.error({ sessionId, err: describeError(err) }, 'plan job failed') });
   }
 
   /**
@@ -144,6 +148,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const s = this.sessions.get(sessionId);
     if (!s) return;
     if (s.planTimer) clearTimeout(s.planTimer);
+    this.queue.cancel(sessionId);
     this.sessions.delete(sessionId);
     this.byFile.delete(s.file);
     this.expirePlansOf(sessionId, why);
@@ -210,6 +215,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   async drain(): Promise<void> {
     this.closing = true;
     for (const s of this.sessions.values()) if (s.planTimer) clearTimeout(s.planTimer);
+    // Plans already asked for are finished (and archived); no new ones are queued.
+    await this.queue.idle();
     await Promise.allSettled([...this.all().map((s) => s.planning ?? Promise.resolve()), ...this.inFlight]);
   }
 
@@ -254,11 +261,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** Past a watermark, plan in the mode its zone calls for. */
   private scheduleFor(s: LiveSession, zone: Zone): void {
-    if (zone !== 'ok') this.schedulePlan(s, zone === 'reserve' ? 'reserve' : 'soft');
+    if (zone !== 'ok') this.schedulePlan(s);
   }
 
-  private schedulePlan(s: LiveSession, mode: PlanMode): void {
-    if (this.closing || s.planning || s.planTimer) return;
+  private schedulePlan(s: LiveSession): void {
+    if (this.closing || s.planTimer || this.queue.isQueued(s.sessionId)) return;
     if (s.model.version === s.lastPlannedVersion) return;
     // Nobody can apply an advisory plan: make one now and then, not on every change.
     const advisory = this.deps.hasSubscribers ? !this.deps.hasSubscribers(s.sessionId) : false;
@@ -272,9 +279,22 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       s.planTimer.unref();
       return;
     }
-    s.planning = this.runPlan(s, mode).finally(() => {
+    this.queue.enqueue(s.sessionId, () => this.planInTurn(s));
+  }
+
+  /** A session's turn in the queue: plan from its state now, if it still needs one. */
+  private async planInTurn(s: LiveSession): Promise<void> {
+    if (this.sessions.get(s.sessionId) !== s) return;
+    if (s.model.version === s.lastPlannedVersion) return;
+    const zone = zoneOf(s.model.headroom(), this.options);
+    if (zone === 'ok') return;
+    const run = this.runPlan(s, zone === 'reserve' ? 'reserve' : 'soft');
+    s.planning = run;
+    try {
+      await run;
+    } finally {
       s.planning = undefined;
-    });
+    }
   }
 
   private async runPlan(s: LiveSession, mode: PlanMode): Promise<void> {

@@ -60,7 +60,39 @@ function nextPlan(manager: SessionManager): Promise<Plan> {
   return new Promise((resolve) => manager.once('plan', (_s, plan) => resolve(plan)));
 }
 
+/** One more tool call and its result for session `k`-th change, with ids no other event uses. */
+function extra(k: number): TranscriptEvent[] {
+  const adapter = createOpenAIChatAdapter();
+  const pair = demoTranscript({ rounds: 2, variant: 'q' }).filter((l) => l.role === 'tool' || l.tool_calls).slice(0, 2);
+  return pair.flatMap((l, j) => {
+    const line = { ...l, tool_call_id: l.tool_call_id ? `${l.tool_call_id}_x${k}` : undefined, tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_x${k}` })) };
+    return adapter.parseLine(JSON.parse(JSON.stringify(line)) as Record<string, unknown>, 10_000_000 + k * 10 + j);
+  });
+}
+
 describe('SessionManager', () => {
+  it('plans sessions in turn: a session that keeps changing waits behind the others, and I/O runs between plans', async () => {
+    const { manager } = setup();
+    const order: string[] = [];
+    let aChanges = 0;
+    const done = new Promise<void>((resolve) => {
+      manager.on('plan', (s) => {
+        order.push(s.sessionId);
+        // 'a' is busy: its transcript grows again while its plan is being published.
+        if (s.sessionId === 'a' && aChanges < 4) manager.ingest('/t/a.jsonl', 'a', 'openai-chat', extra(aChanges++));
+        if (order.filter((x) => x !== 'io').length === 7) resolve();
+      });
+    });
+    manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
+    manager.ingest('/t/b.jsonl', 'b', 'openai-chat', events(10));
+    manager.ingest('/t/c.jsonl', 'c', 'openai-chat', events(10));
+    // Queued after the first plan's turn: it must run before the second plan starts.
+    setImmediate(() => order.push('io'));
+    await done;
+    expect(order).toEqual(['a', 'io', 'b', 'c', 'a', 'a', 'a', 'a']);
+    expect(aChanges).toBe(4);
+  });
+
   it('plans past the soft watermark, archives before publishing, and follows an ack', async () => {
     const { manager, db } = setup();
     const planned = nextPlan(manager);
