@@ -2,12 +2,13 @@
  * Append → plan-pushed latency of the real daemon process at 1, 10 and 100 concurrent live
  * sessions, and its RSS with 100 sessions × ~200k tokens.
  */
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../src/ipc/client.js';
 import { demoTranscript, demoTranscriptJsonl } from '../src/demo/transcript.js';
-import { rssMiB, startDaemonProcess, summarize } from './harness.js';
+import { createTokenCounter } from '../src/model/tokens.js';
+import { round, rssMiB, startDaemonProcess, summarize } from './harness.js';
 
 export interface LatencyOptions {
   readonly concurrency?: readonly number[];
@@ -51,8 +52,12 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
   writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0, logLevel: 'warn' }));
   const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', join(dir, 'state'), '--budget', String(budget)]);
   const samples: number[] = [];
+  const statusMs: number[] = [];
   let timeouts = 0;
+  let loading = true;
+  const prober = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 60_000 });
   try {
+    await prober.connect();
     const extra = demoTranscript({ rounds: 3, variant: 'z' }).filter((l) => l.role === 'tool' || l.tool_calls);
     const clients = await Promise.all(
       files.map(async (f) => {
@@ -62,6 +67,15 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
         return { c, f, sessionId };
       }),
     );
+    // daemon.status asked every 20 ms by another client while the sessions append and plan.
+    const probing = (async () => {
+      while (loading) {
+        const t0 = performance.now();
+        await prober.status();
+        statusMs.push(performance.now() - t0);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
     for (let k = 0; k < appends; k++) {
       await Promise.all(
         clients.map(async ({ c, f, sessionId }) => {
@@ -84,40 +98,91 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
         }),
       );
     }
+    loading = false;
+    await probing;
     await Promise.all(clients.map(({ c }) => c.close()));
   } finally {
+    loading = false;
+    await prober.close();
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), timeouts };
+  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), timeouts };
 }
 
 async function rssAt(sessionsCount: number, rounds: number): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-rss-'));
   const watch = join(dir, 'sessions');
   mkdirSync(watch);
-  const text = demoTranscriptJsonl({ rounds });
-  for (let i = 0; i < sessionsCount; i++) writeFileSync(join(watch, `rss-${i}.jsonl`), text);
+  // Each session its own text: identical transcripts would let the token cache serve all but one.
+  for (let i = 0; i < sessionsCount; i++) writeFileSync(join(watch, `rss-${i}.jsonl`), demoTranscriptJsonl({ rounds, variant: `v${i}` }));
   const socket = join(dir, 's.sock');
-  const t0 = performance.now();
-  const daemon = await startDaemonProcess(['--watch', watch, '--socket', socket, '--state', join(dir, 'state'), '--budget', '1000000'], 600_000);
+  const args = ['--watch', watch, '--socket', socket, '--state', join(dir, 'state'), '--budget', '1000000'];
+  /** Start the daemon, wait for its first status (every transcript read), measure. */
+  const startOnce = async (): Promise<{ seconds: number; sessions: number; tokens: number; rss: number }> => {
+    const t0 = performance.now();
+    const daemon = await startDaemonProcess(args, 600_000);
+    try {
+      const c = new ContextdClient({ socketPath: socket, clientInfo: { name: 'bench', version: '1' }, reconnect: false, requestTimeoutMs: 120_000 });
+      await c.connect();
+      const status = await c.status();
+      const seconds = (performance.now() - t0) / 1000;
+      const sessions = status.sessions as { tokens: number }[];
+      await c.close();
+      return { seconds, sessions: sessions.length, tokens: sessions.reduce((a, s) => a + s.tokens, 0), rss: rssMiB(daemon.proc.pid as number) };
+    } finally {
+      await daemon.stop();
+    }
+  };
   try {
-    const c = new ContextdClient({ socketPath: socket, clientInfo: { name: 'bench', version: '1' }, reconnect: false, requestTimeoutMs: 120_000 });
-    await c.connect();
-    const status = await c.status();
-    const sessions = status.sessions as { tokens: number }[];
-    const tokens = sessions.reduce((a, s) => a + s.tokens, 0);
-    await c.close();
+    const cold = await startOnce();
+    // Same transcripts, same state directory: what a restart (or a crash and respawn) costs.
+    const warm = await startOnce();
     return {
-      sessions: sessions.length,
-      tokensPerSession: Math.round(tokens / Math.max(1, sessions.length)),
-      startupSeconds: Math.round((performance.now() - t0) / 100) / 10,
-      rssMiB: rssMiB(daemon.proc.pid as number),
+      sessions: cold.sessions,
+      tokensPerSession: Math.round(cold.tokens / Math.max(1, cold.sessions)),
+      startupSeconds: round(cold.seconds, 1),
+      restartSeconds: round(warm.seconds, 1),
+      restartShareOfStartup: round(warm.seconds / cold.seconds, 2),
+      rssMiB: cold.rss,
+      rssAfterRestartMiB: warm.rss,
+      restartTokensMatch: warm.tokens === cold.tokens,
     };
   } finally {
-    await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The floor under append -> model: how long a raw fs.watch event takes to arrive after an append. */
+async function fsEventMs(samples = 50): Promise<Record<string, number>> {
+  const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-fs-'));
+  const file = join(dir, 'f.jsonl');
+  writeFileSync(file, '');
+  const out: number[] = [];
+  try {
+    for (let i = 0; i < samples; i++) {
+      const w = watch(file);
+      const got = new Promise<void>((resolve) => w.once('change', () => resolve()));
+      const t0 = performance.now();
+      appendFileSync(file, '{"role":"user","content":"x"}\n');
+      await got;
+      out.push(performance.now() - t0);
+      w.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return summarize(out);
+}
+
+/** The tokenizer's own speed on one core: the ceiling of a cold start's ingest. */
+function tokenizerTokensPerSec(): number {
+  const counter = createTokenCounter();
+  const texts = demoTranscript({ rounds: 40 }).map((l) => l.content);
+  let tokens = 0;
+  const t0 = performance.now();
+  while (performance.now() - t0 < 1_000) for (const t of texts) tokens += counter.count(t);
+  return Math.round(tokens / ((performance.now() - t0) / 1000));
 }
 
 /** Run the latency scenario and return its JSON figures. */
@@ -127,5 +192,7 @@ export async function benchLatency(options: LatencyOptions = {}): Promise<Record
   const latency = [];
   for (const n of levels) latency.push(await latencyAt(n, n >= 100 ? Math.max(3, Math.floor(appends / 3)) : appends));
   const rss = await rssAt(options.rssSessions ?? 100, options.rssRounds ?? 110);
-  return { scenario: 'latency', latency, rss };
+  const busiest = latency[latency.length - 1] as { statusDuringLoadMs?: unknown } | undefined;
+  const limits = { fsEventMs: await fsEventMs(), tokenizerTokensPerSec: tokenizerTokensPerSec() };
+  return { scenario: 'latency', latency, statusDuringLoadMs: busiest?.statusDuringLoadMs, rss, limits };
 }

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
-import { createTokenCounter, withTokenCountCache, type TokenCounter } from '../model/tokens.js';
+import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { createSummarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
 import { Archive, HeadroomLog, PlanLog, TokenCounts, openDb, type Db } from '../store/index.js';
@@ -86,11 +86,12 @@ export class Daemon {
     this.db = openDb(dbPath);
     // Counts persist by content hash: a restart on existing transcripts reads them back.
     this.tokenCache = new SqliteTokenCountCache(new TokenCounts(this.db), this.deps.logger);
-    const tokenCounter = withTokenCountCache(this.deps.tokenCounter ?? createTokenCounter(o.encoding), this.tokenCache);
+    const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
     this.sessions = new SessionManager(o, {
       logger: this.deps.logger,
       tokenCounter,
+      tokenCache: this.tokenCache,
       summarizer,
       headroomLog: new HeadroomLog(this.db),
       archive: new Archive(this.db),

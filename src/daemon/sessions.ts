@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { TranscriptEvent, TranscriptFormat } from '../ingest/types.js';
 import { SessionModel } from '../model/index.js';
-import type { TokenCounter } from '../model/tokens.js';
+import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
 import { applyPlan, planCompaction, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
@@ -21,6 +21,8 @@ export interface LoopOptions {
 export interface SessionManagerDeps {
   readonly logger: Logger;
   readonly tokenCounter: TokenCounter;
+  /** Token counts of messages seen before (SQLite), so a restart does not re-tokenize. */
+  readonly tokenCache?: TokenCountCache;
   readonly summarizer: Summarizer;
   readonly headroomLog: HeadroomLog;
   readonly archive: Archive;
@@ -224,6 +226,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return new SessionModel({
       sessionId,
       tokenCounter: this.deps.tokenCounter,
+      ...(this.deps.tokenCache ? { tokenCache: this.deps.tokenCache } : {}),
       reserveRatio: this.options.reserveRatio,
       ...(this.options.budgetTokens !== undefined ? { budgetTokens: this.options.budgetTokens } : {}),
     });

@@ -7,12 +7,16 @@ import type { Logger } from '../util/logger.js';
 /** Pending counts are written once this many have gathered (else on the next turn of the loop). */
 const FLUSH_AT = 2_000;
 
-function contentHash(text: string): Buffer {
-  return createHash('sha1').update(text, 'utf8').digest();
+/** SHA-1 of the texts, each followed by a NUL (so ['ab', 'c'] and ['a', 'bc'] differ). */
+function contentHash(texts: readonly string[]): Buffer {
+  const h = createHash('sha1');
+  for (const t of texts) h.update(t, 'utf8').update('\u0000');
+  return h.digest();
 }
 
 /**
- * The daemon's token-count cache: SHA-1 of the text → count, in SQLite (store/token-counts).
+ * The daemon's token-count cache: SHA-1 of a message's texts → their counts, in SQLite
+ * (store/token-counts).
  * New counts are buffered and written in one transaction per turn of the event loop, so a
  * first scan of many transcripts costs one write per batch, not one per message. A store
  * failure is logged and the count is simply recomputed next time: nothing depends on the cache.
@@ -30,10 +34,10 @@ export class SqliteTokenCountCache implements TokenCountCache {
     this.log = logger.child({ component: 'token-cache' });
   }
 
-  get(encoding: string, text: string): number | undefined {
-    const hash = contentHash(text);
+  get(encoding: string, texts: readonly string[]): readonly number[] | undefined {
+    const hash = contentHash(texts);
     const waiting = this.pending.get(`${encoding}\u0000${hash.toString('base64')}`);
-    if (waiting) return waiting.tokens;
+    if (waiting) return waiting.counts;
     try {
       return this.store.get(encoding, hash);
     } catch (err) {
@@ -42,10 +46,10 @@ export class SqliteTokenCountCache implements TokenCountCache {
     }
   }
 
-  set(encoding: string, text: string, tokens: number): void {
+  set(encoding: string, texts: readonly string[], counts: readonly number[]): void {
     if (this.closed) return;
-    const hash = contentHash(text);
-    this.pending.set(`${encoding}\u0000${hash.toString('base64')}`, { encoding, hash, tokens });
+    const hash = contentHash(texts);
+    this.pending.set(`${encoding}\u0000${hash.toString('base64')}`, { encoding, hash, counts: [...counts] });
     if (this.pending.size >= FLUSH_AT) this.flush();
     else this.scheduled ??= setImmediate(() => this.flush());
   }

@@ -20,7 +20,7 @@ import {
 } from './fragments.js';
 import { TermIndex } from './relevance.js';
 import { EMPTY_TERM_STATS } from './text.js';
-import type { TokenCounter } from './tokens.js';
+import type { TokenCountCache, TokenCounter } from './tokens.js';
 
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
   rec.maxNewerRec?.argmaxOf.delete(rec);
@@ -52,7 +52,10 @@ export class LiveContext {
   /** Sections with a seq below this belong to a turn that ended (turn-end event); 0 = open. */
   turnEndSeq = 0;
 
-  constructor(private readonly counter: TokenCounter) {}
+  constructor(
+    private readonly counter: TokenCounter,
+    private readonly tokenCache?: TokenCountCache,
+  ) {}
 
   /** The live messages in order (split messages show only their live parts). */
   messages(): Message[] {
@@ -180,7 +183,7 @@ export class LiveContext {
   }
 
   appendMessage(message: Message): void {
-    const entry = buildEntry(message, this.counter);
+    const entry = buildEntry(message, this.counter, this.tokenCache);
     this.entries.push(entry);
     this.entryById.set(message.id, entry);
 

@@ -6,7 +6,7 @@
 import type { Message, ToolCall } from '../ingest/types.js';
 import { featuresOfShingles, mergeFeatures, type DensityFeatures } from './density.js';
 import { looksLikeStackTrace } from './classify.js';
-import { IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
+import { countTexts, IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCountCache, type TokenCounter } from './tokens.js';
 import { analyseText, mergeTermStats, type TermStats } from './text.js';
 
 export type FragmentPart = 'whole' | 'text' | 'call' | 'result';
@@ -97,17 +97,14 @@ export function computeFeatures(rec: SectionRec): DensityFeatures {
   return mergeFeatures(rec.frags.map((f) => f.features));
 }
 
-function count(counter: TokenCounter, text: string | undefined): number {
-  return text ? counter.count(text) : 0;
-}
-
 /**
  * Splits a message into fragments, counting its tokens exactly once:
  * text + reasoning + each tool call's name and arguments + MESSAGE_OVERHEAD_TOKENS +
  * imageCount × IMAGE_TOKEN_ESTIMATE. The overhead and image estimate go to the text
- * fragment, or to the first call fragment when there is no text.
+ * fragment, or to the first call fragment when there is no text. With a `cache`, the counts of
+ * a message seen before (same texts) are read back instead.
  */
-export function buildEntry(message: Message, counter: TokenCounter): Entry {
+export function buildEntry(message: Message, counter: TokenCounter, cache?: TokenCountCache): Entry {
   const entry: Entry = { message, frags: [], live: true };
   const fixed = MESSAGE_OVERHEAD_TOKENS + (message.imageCount ?? 0) * IMAGE_TOKEN_ESTIMATE;
   const calls = message.role === 'assistant' ? (message.toolCalls ?? []) : [];
@@ -116,21 +113,24 @@ export function buildEntry(message: Message, counter: TokenCounter): Entry {
     const { stats, shingles } = analyseText(text);
     return { entry, part, ...(call ? { call } : {}), tokens, stats, features: featuresOfShingles(shingles), error, section: undefined };
   };
+  // Every text of the message, counted (or looked up) together: text, reasoning, then each call's name and arguments.
+  const counts = countTexts(counter, [message.text, message.reasoning ?? '', ...calls.flatMap((c) => [c.name, c.arguments])], cache);
+  const at = (i: number): number => counts[i] ?? 0;
   if (message.role === 'tool') {
     const error = message.isError === true || looksLikeStackTrace(message.text);
-    entry.frags.push(mk('result', count(counter, message.text) + fixed, message.text, undefined, error));
+    entry.frags.push(mk('result', at(0) + fixed, message.text, undefined, error));
     return entry;
   }
   if (calls.length === 0) {
-    entry.frags.push(mk('whole', count(counter, message.text) + count(counter, message.reasoning) + fixed, textAndReasoning));
+    entry.frags.push(mk('whole', at(0) + at(1) + fixed, textAndReasoning));
     return entry;
   }
   const hasText = message.text.trim().length > 0 || (message.reasoning ?? '').trim().length > 0;
   if (hasText) {
-    entry.frags.push(mk('text', count(counter, message.text) + count(counter, message.reasoning) + fixed, textAndReasoning));
+    entry.frags.push(mk('text', at(0) + at(1) + fixed, textAndReasoning));
   }
   calls.forEach((call, i) => {
-    const tokens = count(counter, call.name) + count(counter, call.arguments) + (!hasText && i === 0 ? fixed : 0);
+    const tokens = at(2 + 2 * i) + at(3 + 2 * i) + (!hasText && i === 0 ? fixed : 0);
     entry.frags.push(mk('call', tokens, `${call.name} ${call.arguments}`, call));
   });
   return entry;

@@ -14,13 +14,15 @@ import { LiveContext } from './context.js';
 import type { SectionRec } from './fragments.js';
 import { DEFAULT_HALF_LIFE_SECONDS, DEFAULT_HALF_LIFE_TURNS } from './recency.js';
 import { scoreAll, SUMMARY_ID_PREFIX } from './scoring.js';
-import { createTokenCounter, type TokenCounter } from './tokens.js';
+import { createTokenCounter, type TokenCountCache, type TokenCounter } from './tokens.js';
 import type { Budget, HeadroomSnapshot, Section } from './types.js';
 
 export interface SessionModelOptions {
   readonly sessionId: string;
   /** Default: createTokenCounter('o200k_base'). */
   readonly tokenCounter?: TokenCounter;
+  /** Counts of messages seen before (e.g. before a restart), read back instead of tokenizing. */
+  readonly tokenCache?: TokenCountCache;
   /** Context window override (config / CLI); wins over reported and preset windows. */
   readonly budgetTokens?: number;
   /** Share of the window kept free; default 0.15. */
@@ -103,7 +105,7 @@ export class SessionModel {
     this.reserveRatio = reserveRatio;
     this.halfLifeTurns = halfLifeTurns;
     this.halfLifeSeconds = halfLifeSeconds;
-    this.ctx = new LiveContext(this.counter);
+    this.ctx = new LiveContext(this.counter, options.tokenCache);
   }
 
   // ---------------------------------------------------------------- events

@@ -43,30 +43,30 @@ export function createTokenCounter(encoding: EncodingName = 'o200k_base'): Token
 
 /**
  * A lasting memo of token counts, injected by whoever owns storage (the daemon backs it with
- * SQLite keyed by content hash), so text counted once is never tokenized again — not after a
- * restart either. Implementations must return exactly what the counter returned.
+ * SQLite keyed by a hash of the texts), so a message counted once is never tokenized again —
+ * not after a restart either. One entry holds the counts of all the texts of one message, so
+ * a message costs one lookup however many parts it has. Implementations must return exactly
+ * the counts they were given for the same texts.
  */
 export interface TokenCountCache {
-  get(encoding: string, text: string): number | undefined;
-  set(encoding: string, text: string, tokens: number): void;
+  get(encoding: string, texts: readonly string[]): readonly number[] | undefined;
+  set(encoding: string, texts: readonly string[], counts: readonly number[]): void;
 }
 
-/** Shorter texts are counted directly: tokenizing them costs less than a lookup. */
-export const MIN_CACHED_CHARS = 128;
+/** Messages shorter than this (all parts together) are counted directly: cheaper than a lookup. */
+export const MIN_CACHED_CHARS = 64;
 
-/** `counter` with counts of texts of MIN_CACHED_CHARS or more read from / written to `cache`. */
-export function withTokenCountCache(counter: TokenCounter, cache: TokenCountCache): TokenCounter {
-  return {
-    encoding: counter.encoding,
-    count(text: string): number {
-      if (text.length < MIN_CACHED_CHARS) return counter.count(text);
-      const hit = cache.get(counter.encoding, text);
-      if (hit !== undefined) return hit;
-      const n = counter.count(text);
-      cache.set(counter.encoding, text, n);
-      return n;
-    },
-  };
+/** The token counts of `texts`, read from `cache` when it has them (and stored there when not). */
+export function countTexts(counter: TokenCounter, texts: readonly string[], cache?: TokenCountCache): number[] {
+  const chars = texts.reduce((n, t) => n + t.length, 0);
+  const cached = cache && chars >= MIN_CACHED_CHARS;
+  if (cached) {
+    const hit = cache.get(counter.encoding, texts);
+    if (hit && hit.length === texts.length) return [...hit];
+  }
+  const counts = texts.map((t) => (t.length === 0 ? 0 : counter.count(t)));
+  if (cached) cache.set(counter.encoding, texts, counts);
+  return counts;
 }
 
 /** The tokenizer family a model name implies: GPT-4o/4.1/5/o-series use o200k; older GPT-4/3.5 cl100k. */

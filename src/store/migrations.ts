@@ -148,12 +148,12 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 3,
-    name: 'token counts by content hash',
+    name: 'token counts of messages by content hash',
     sql: `
       CREATE TABLE IF NOT EXISTS token_counts (
         encoding TEXT NOT NULL,
         hash     BLOB NOT NULL,
-        tokens   INTEGER NOT NULL,
+        counts   BLOB NOT NULL,
         PRIMARY KEY (encoding, hash)
       ) WITHOUT ROWID;
     `,

@@ -1,11 +1,23 @@
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
 
-/** One stored count: the tokens of the text whose content hash is `hash`, under `encoding`. */
+/** One stored entry: the token counts of the texts of one message whose content hash is `hash`. */
 export interface TokenCountRow {
   readonly encoding: string;
   readonly hash: Buffer;
-  readonly tokens: number;
+  readonly counts: readonly number[];
+}
+
+function encode(counts: readonly number[]): Buffer {
+  const b = Buffer.allocUnsafe(counts.length * 4);
+  counts.forEach((n, i) => b.writeUInt32LE(n, i * 4));
+  return b;
+}
+
+function decode(b: Buffer): number[] {
+  const out: number[] = new Array<number>(b.length >>> 2);
+  for (let i = 0; i < out.length; i++) out[i] = b.readUInt32LE(i * 4);
+  return out;
 }
 
 /**
@@ -18,19 +30,20 @@ export class TokenCounts {
   private readonly insertMany;
 
   constructor(db: Db) {
-    this.select = db.prepare(`SELECT tokens FROM token_counts WHERE encoding = ? AND hash = ?`).pluck();
-    this.insert = db.prepare(`INSERT OR IGNORE INTO token_counts (encoding, hash, tokens) VALUES (?, ?, ?)`);
+    this.select = db.prepare(`SELECT counts FROM token_counts WHERE encoding = ? AND hash = ?`).pluck();
+    this.insert = db.prepare(`INSERT OR IGNORE INTO token_counts (encoding, hash, counts) VALUES (?, ?, ?)`);
     this.insertMany = db.transaction((rows: readonly TokenCountRow[]) => {
-      for (const r of rows) this.insert.run(r.encoding, r.hash, r.tokens);
+      for (const r of rows) this.insert.run(r.encoding, r.hash, encode(r.counts));
     });
   }
 
-  /** The stored count, or undefined. */
-  get(encoding: string, hash: Buffer): number | undefined {
+  /** The stored counts, or undefined. */
+  get(encoding: string, hash: Buffer): number[] | undefined {
     try {
-      return this.select.get(encoding, hash) as number | undefined;
+      const b = this.select.get(encoding, hash) as Buffer | undefined;
+      return b ? decode(b) : undefined;
     } catch (err) {
-      throw wrapStoreError(err, 'cannot read a cached token count');
+      throw wrapStoreError(err, 'cannot read cached token counts');
     }
   }
 
