@@ -83,5 +83,9 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
     }),
 
     [METHODS.status]: defineHandler(PARAMS_SCHEMAS[METHODS.status], () => api.status()),
+
+    [METHODS.search]: defineHandler(PARAMS_SCHEMAS[METHODS.search], (p) => ({
+      hits: api.archive().search(p.query, { sessionId: p.sessionId, limit: p.limit }),
+    })),
   };
 }

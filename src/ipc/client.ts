@@ -341,6 +341,11 @@ export class ContextdClient extends EventEmitter<ContextdClientEvents> {
     return this.request(METHODS.status, {});
   }
 
+  /** Search archived originals by what they are about (SQLite FTS5, best match first). */
+  archiveSearch(params: ParamsInput<'archive.search'>): Promise<ResultOf<'archive.search'>> {
+    return this.request(METHODS.search, params);
+  }
+
   /** Session ids of the subscriptions that will be restored after a reconnect. */
   subscribedSessions(): string[] {
     return [...this.subscriptions.values()].flatMap((s) => (s.sessionId ? [s.sessionId] : []));

@@ -29,6 +29,7 @@ export const METHODS = {
   endSession: 'session.end',
   bootstrap: 'warm.bootstrap',
   status: 'daemon.status',
+  search: 'archive.search',
 } as const;
 export type MethodName = (typeof METHODS)[keyof typeof METHODS];
 
@@ -148,6 +149,17 @@ export const BootstrapParamsSchema = z.strictObject({
 
 export const StatusParamsSchema = z.strictObject({});
 
+/** Most hits one `archive.search` may ask for. */
+export const MAX_SEARCH_LIMIT = 50;
+
+export const SearchParamsSchema = z.strictObject({
+  /** Free text; punctuation is ignored, words are matched (any of them, best BM25 first). */
+  query: z.string().min(1).max(4000),
+  /** Search only this session's archive. */
+  sessionId: nonEmpty.optional(),
+  limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).default(5),
+});
+
 /** The params schema of every method, by wire name. */
 export const PARAMS_SCHEMAS = {
   [METHODS.initialize]: InitializeParamsSchema,
@@ -160,6 +172,7 @@ export const PARAMS_SCHEMAS = {
   [METHODS.endSession]: EndParamsSchema,
   [METHODS.bootstrap]: BootstrapParamsSchema,
   [METHODS.status]: StatusParamsSchema,
+  [METHODS.search]: SearchParamsSchema,
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Params as a handler receives them (defaults applied). */
@@ -176,6 +189,7 @@ export type RecallParams = ParamsOf<'section.recall'>;
 export type EndParams = ParamsOf<'session.end'>;
 export type BootstrapParams = ParamsOf<'warm.bootstrap'>;
 export type BootstrapParamsInput = ParamsInput<'warm.bootstrap'>;
+export type SearchParams = ParamsOf<'archive.search'>;
 
 /** True when `method` is one of the protocol's request methods. */
 export function isMethodName(method: string): method is MethodName {

@@ -120,6 +120,26 @@ export const StatusResultSchema = z.looseObject({
 });
 export type StatusResult = z.infer<typeof StatusResultSchema>;
 
+export const SearchHitSchema = z.looseObject({
+  handle: z.string(),
+  sessionId: z.string(),
+  score: z.number(),
+  messages: z.array(z.looseObject({ id: z.string(), role: z.string(), text: z.string() })),
+});
+export const SearchResultSchema = z.looseObject({ hits: z.array(SearchHitSchema) });
+/** One `archive.search` hit: an archive handle, its session, its BM25 score (higher is better) and the originals. */
+export interface SearchHit {
+  readonly handle: string;
+  readonly sessionId: string;
+  readonly score: number;
+  readonly messages: readonly Message[];
+  readonly [extra: string]: unknown;
+}
+/** `archive.search` result, best hit first. */
+export interface SearchResult {
+  readonly hits: readonly SearchHit[];
+}
+
 /** Headroom zones named in `session.headroom` notifications. */
 export const HEADROOM_ZONES = ['ok', 'soft', 'reserve'] as const;
 export type HeadroomZone = (typeof HEADROOM_ZONES)[number];
@@ -145,6 +165,7 @@ export const RESULT_SCHEMAS = {
   'session.end': EndResultSchema,
   'warm.bootstrap': BootstrapResultSchema,
   'daemon.status': StatusResultSchema,
+  'archive.search': SearchResultSchema,
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Notification params schema by name. */
@@ -165,5 +186,6 @@ export interface ResultMap {
   'session.end': EndResult;
   'warm.bootstrap': BootstrapResult;
   'daemon.status': StatusResult;
+  'archive.search': SearchResult;
 }
 export type ResultOf<M extends MethodName> = ResultMap[M];
