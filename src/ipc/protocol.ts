@@ -30,6 +30,7 @@ export const METHODS = {
   bootstrap: 'warm.bootstrap',
   status: 'daemon.status',
   search: 'archive.search',
+  sync: 'session.sync',
 } as const;
 export type MethodName = (typeof METHODS)[keyof typeof METHODS];
 
@@ -149,6 +150,22 @@ export const BootstrapParamsSchema = z.strictObject({
 
 export const StatusParamsSchema = z.strictObject({});
 
+/** Most messages one `session.sync` may carry. */
+export const MAX_SYNC_MESSAGES = 100_000;
+
+/**
+ * `session.sync`: an agent that builds its own requests (hermes' context engine) hands over the
+ * message list it is about to send, in OpenAI chat form; plans for the session then index into
+ * that list. Entries are loose (`role`, `content`, `tool_calls`, `tool_call_id`, `name`, plus
+ * `isSummary: true` for a summary the agent put in from an earlier plan).
+ */
+export const SyncParamsSchema = z.strictObject({
+  sessionId: nonEmpty,
+  messages: z.array(z.looseObject({ role: z.string().min(1) })).max(MAX_SYNC_MESSAGES),
+  /** The model's context window for this session (default: the daemon's budget or a preset). */
+  budgetTokens: z.number().int().positive().optional(),
+});
+
 /** Most hits one `archive.search` may ask for. */
 export const MAX_SEARCH_LIMIT = 50;
 
@@ -173,6 +190,7 @@ export const PARAMS_SCHEMAS = {
   [METHODS.bootstrap]: BootstrapParamsSchema,
   [METHODS.status]: StatusParamsSchema,
   [METHODS.search]: SearchParamsSchema,
+  [METHODS.sync]: SyncParamsSchema,
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Params as a handler receives them (defaults applied). */
@@ -190,6 +208,7 @@ export type EndParams = ParamsOf<'session.end'>;
 export type BootstrapParams = ParamsOf<'warm.bootstrap'>;
 export type BootstrapParamsInput = ParamsInput<'warm.bootstrap'>;
 export type SearchParams = ParamsOf<'archive.search'>;
+export type SyncParams = ParamsOf<'session.sync'>;
 
 /** True when `method` is one of the protocol's request methods. */
 export function isMethodName(method: string): method is MethodName {

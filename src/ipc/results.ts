@@ -140,6 +140,26 @@ export interface SearchResult {
   readonly hits: readonly SearchHit[];
 }
 
+/** Headroom zones named in `session.headroom` notifications and `session.sync` results. */
+export const SyncResultSchema = z.looseObject({
+  sessionId: z.string(),
+  headroom: HeadroomResultSchema,
+  zone: z.enum(['ok', 'soft', 'reserve']),
+  watermarks: z.looseObject({ reserveRatio: z.number(), softWatermark: z.number(), hysteresis: z.number() }),
+  rebuilt: z.boolean(),
+  messages: z.number().int().min(0),
+});
+/** `session.sync` result: the session's headroom and zone after taking the list in. */
+export interface SyncResult {
+  readonly sessionId: string;
+  readonly headroom: HeadroomResult;
+  readonly zone: HeadroomZone;
+  readonly watermarks: { readonly reserveRatio: number; readonly softWatermark: number; readonly hysteresis: number };
+  /** True when the list did not extend the last one and the model was rebuilt from it. */
+  readonly rebuilt: boolean;
+  readonly messages: number;
+}
+
 /** Headroom zones named in `session.headroom` notifications. */
 export const HEADROOM_ZONES = ['ok', 'soft', 'reserve'] as const;
 export type HeadroomZone = (typeof HEADROOM_ZONES)[number];
@@ -166,6 +186,7 @@ export const RESULT_SCHEMAS = {
   'warm.bootstrap': BootstrapResultSchema,
   'daemon.status': StatusResultSchema,
   'archive.search': SearchResultSchema,
+  'session.sync': SyncResultSchema,
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Notification params schema by name. */
@@ -187,5 +208,6 @@ export interface ResultMap {
   'warm.bootstrap': BootstrapResult;
   'daemon.status': StatusResult;
   'archive.search': SearchResult;
+  'session.sync': SyncResult;
 }
 export type ResultOf<M extends MethodName> = ResultMap[M];
