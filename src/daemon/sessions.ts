@@ -137,9 +137,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /**
    * The agent's own message list for a session (`session.sync`), in order, as normalized
-   * messages with stable ids. A list that extends the last one fed (same ids, model unchanged
-   * since) is appended; any other list (an edit applied, the agent's own compaction, a new
-   * budget) rebuilds the model. Creates the session when it is new; a tailed session of the
+   * messages with stable ids. When the list shares a prefix with the last one fed (and the
+   * model is unchanged since), what differs after it is truncated and the rest appended; any
+   * other list (an edit applied, the agent's own compaction, a new budget) rebuilds the model. Creates the session when it is new; a tailed session of the
    * same id is taken over. Message indexes of later plans are indexes into this list.
    */
   feed(sessionId: string, messages: readonly Message[], budgetTokens: number | undefined): { session: LiveSession; rebuilt: boolean } {
@@ -151,16 +151,26 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     const ids = messages.map((m) => m.id);
     const f = s.fed;
-    const extends_ = f !== undefined && f.version === s.model.version && f.budgetTokens === budgetTokens && f.ids.length <= ids.length && f.ids.every((id, i) => ids[i] === id);
+    // Messages shared with the last list fed (an agent's request often ends in ephemeral
+    // messages that the next one replaces): the rest of the old list is truncated away.
+    let common = 0;
+    if (f !== undefined && f.version === s.model.version && f.budgetTokens === budgetTokens) {
+      while (common < f.ids.length && common < ids.length && f.ids[common] === ids[common]) common++;
+    }
+    const extends_ = f !== undefined && common > 0;
     let fresh: readonly Message[] = messages;
-    if (extends_) fresh = messages.slice(f.ids.length);
-    else {
+    const events: TranscriptEvent[] = [];
+    if (extends_) {
+      if (common < f.ids.length) events.push({ type: 'truncate', keepThroughId: ids[common - 1] as string, reason: 'the agent sent a shorter or different tail' });
+      fresh = messages.slice(common);
+    } else {
       if (f === undefined && s.file !== `socket:${sessionId}`) this.log.info({ sessionId, file: s.file }, 'session now fed over the socket; its transcript is no longer read into the model');
       s.model = this.newModel(sessionId, budgetTokens);
       s.lastPlannedVersion = -1;
       this.expirePlansOf(sessionId, 'the agent sent a different context');
     }
-    s.model.applyAll(fresh.map((message) => ({ type: 'message' as const, message })));
+    for (const message of fresh) events.push({ type: 'message', message });
+    s.model.applyAll(events);
     s.fed = { ids, version: s.model.version, budgetTokens };
     s.lastActivityAt = this.now();
     if (fresh.length > 0) s.ended = false;
