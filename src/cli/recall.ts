@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import type { Message } from '../ingest/types.js';
-import { Archive } from '../store/index.js';
+import { Archive, type ArchivedMessage } from '../store/index.js';
 import { MAX_SEARCH_LIMIT } from '../ipc/protocol.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { openStateForCli } from './state.js';
@@ -72,7 +71,7 @@ function search(archive: Archive, query: string, flags: RecallFlags): void {
   }
 }
 
-function printMessages(messages: readonly Message[]): void {
+function printMessages(messages: readonly ArchivedMessage[]): void {
   for (const m of messages) {
     printLine(`--- ${m.role}${m.toolName ? ` (${m.toolName})` : ''}`);
     if (m.text) printLine(m.text);

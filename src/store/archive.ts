@@ -1,7 +1,18 @@
-import type { Message } from '../ingest/types.js';
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
 import { matchText } from './fts.js';
+
+/**
+ * One archived original message. The store keeps it as JSON and reads back only what it
+ * names here; any normalized transcript message fits (store is a leaf and knows no model).
+ */
+export interface ArchivedMessage {
+  readonly id: string;
+  readonly role: string;
+  readonly text: string;
+  readonly toolName?: string;
+  readonly toolCalls?: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
+}
 
 /** The originals a compaction edit replaced, kept so `section.recall` can return them. */
 export interface ArchivedEdit {
@@ -11,7 +22,7 @@ export interface ArchivedEdit {
   readonly editId?: string | undefined;
   readonly reason: string;
   readonly sectionIds: readonly string[];
-  readonly messages: readonly Message[];
+  readonly messages: readonly ArchivedMessage[];
   readonly tokens: number;
   readonly createdAt: number;
 }
@@ -23,7 +34,7 @@ export interface ArchiveHit {
   /** Negated FTS5 BM25: positive, higher is a better match. Comparable within one query only. */
   readonly score: number;
   readonly reason: string;
-  readonly messages: readonly Message[];
+  readonly messages: readonly ArchivedMessage[];
 }
 
 /** Options of `Archive.search`. */
@@ -123,7 +134,7 @@ export class Archive {
     } catch (err) {
       throw wrapStoreError(err, 'cannot search the archive');
     }
-    return rows.map((r) => ({ handle: r.handle, sessionId: r.session_id, score: -r.bm25, reason: r.reason, messages: JSON.parse(r.messages) as Message[] }));
+    return rows.map((r) => ({ handle: r.handle, sessionId: r.session_id, score: -r.bm25, reason: r.reason, messages: JSON.parse(r.messages) as ArchivedMessage[] }));
   }
 
   count(sessionId?: string): number {
@@ -142,7 +153,7 @@ function fromRow(r: Row): ArchivedEdit {
     editId: r.edit_id ?? undefined,
     reason: r.reason,
     sectionIds: JSON.parse(r.section_ids) as string[],
-    messages: JSON.parse(r.messages) as Message[],
+    messages: JSON.parse(r.messages) as ArchivedMessage[],
     tokens: r.tokens,
     createdAt: r.created_at,
   };

@@ -30,7 +30,7 @@ function edit(handle: string, sessionId: string, messages: ArchivedEdit['message
 
 const PARSER = edit('h_parser', 'A', [
   { id: 'm1', role: 'assistant', text: 'Reading the parser.', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"path":"src/tokenizer/lexer.ts"}' }] },
-  { id: 'm2', role: 'tool', toolName: 'read_file', toolCallId: 'c1', text: 'export function lexQuotedStrings(input) { /* handles escaped quotes */ }' },
+  { id: 'm2', role: 'tool', toolName: 'read_file', text: 'export function lexQuotedStrings(input) { /* handles escaped quotes */ }' },
 ]);
 const DEPLOY = edit('h_deploy', 'A', [{ id: 'm3', role: 'user', text: 'The staging deploy uses the blue-green strategy on port 8443.' }]);
 const OTHER = edit('h_other', 'B', [{ id: 'm4', role: 'user', text: 'Deploying the parser to staging failed with a certificate error.' }]);
