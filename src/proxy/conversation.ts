@@ -12,7 +12,7 @@ import type { Message } from '../ingest/types.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { SUMMARY_ID_PREFIX } from '../model/index.js';
-import { applyPlan, planCompaction, SummaryCache, type Plan, type Summarizer } from '../compact/index.js';
+import { applyPlan, planCompaction, SummaryCache, type CompactableModel, type Plan, type Summarizer } from '../compact/index.js';
 import type { Logger } from '../util/logger.js';
 import { describeError } from '../util/errors.js';
 import { canonicalJson, type ItemEdit, type JsonObject, type ParsedRequest, type ProviderFormat, type ProviderFormatName } from './request.js';
@@ -167,7 +167,7 @@ export class Conversation {
     const model = this.model;
     let plan: Plan;
     try {
-      plan = await planCompaction(model, {
+      plan = await planCompaction(withAnchors(model, protectedIds), {
         mode: 'reserve',
         reserveRatio: model.budget().reserveRatio,
         hysteresis: this.deps.hysteresis,
@@ -181,7 +181,8 @@ export class Conversation {
       this.log.error({ err: describeError(err) }, 'proxy planning failed: request forwarded as the agent sent it');
       return undefined;
     }
-    const edits = plan.edits.filter((e) => e.replaces.every((sid) => model.messagesOf(sid).every((m) => !protectedIds.has(m.id))));
+    if (model !== this.model) return undefined; // rebuilt meanwhile (cannot happen while requests are serialized)
+    const edits = plan.edits;
     if (edits.length === 0) {
       this.log.warn({ tokens: model.tokens(), total: model.budget().total }, 'over the reserve but nothing can be compacted');
       return undefined;
@@ -265,6 +266,28 @@ export class Conversation {
       ...(this.deps.budgetTokens !== undefined ? { budgetTokens: this.deps.budgetTokens } : {}),
     });
   }
+}
+
+/**
+ * The model as the planner should see it: sections holding any of `ids` (the last exchange,
+ * which goes to the provider exactly as the agent sent it) count as anchors.
+ */
+function withAnchors(model: SessionModel, ids: ReadonlySet<string>): CompactableModel {
+  const sections = model.sections().map((s) => (s.anchor || !s.messageIds.some((id) => ids.has(id)) ? s : { ...s, anchor: true }));
+  const byId = new Map(sections.map((s) => [s.id, s]));
+  return {
+    version: model.version,
+    sessionId: model.sessionId,
+    messages: () => model.messages(),
+    sections: () => sections,
+    section: (id) => byId.get(id),
+    messagesOf: (id) => model.messagesOf(id),
+    tokens: () => model.tokens(),
+    headroom: () => model.headroom(),
+    budget: () => model.budget(),
+    goal: () => model.goal(),
+    calibration: () => model.calibration(),
+  } as CompactableModel;
 }
 
 /** The list a format's conversation lives in, as forwarded. */

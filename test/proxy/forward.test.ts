@@ -43,7 +43,7 @@ describe('proxy forwarding', () => {
   it('streams SSE chunk by chunk as it arrives and passes the same bytes', async () => {
     const p = await setup();
     const chunks = anthropicStream('streamed words');
-    const received: ((i: number) => void)[] = [];
+    const received: (() => void)[] = [];
     const seen = chunks.map((_, i) => new Promise<void>((resolve) => (received[i] = () => resolve())));
     // the upstream sends chunk i only after the agent has read chunk i-1 through the proxy
     upstream.behave = () => ({ kind: 'sse', chunks, gate: (i) => seen[i - 1] as Promise<void> });
@@ -128,7 +128,7 @@ describe('proxy forwarding', () => {
 
   it('never logs or stores the credentials it forwards', async () => {
     const p = await setup();
-    for (const headers of [{ 'x-api-key': KEY }, { authorization: `Bearer ${KEY}` }]) {
+    for (const headers of [{ 'x-api-key': KEY }, { authorization: `Bearer ${KEY}` }] as Record<string, string>[]) {
       await (await fetch(`${p.url}/v1/messages`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: anthropicBody() })).text();
     }
     expect(upstream.requests).toHaveLength(2);
