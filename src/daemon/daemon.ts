@@ -10,7 +10,8 @@ import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
 import { stateDbPath } from '../store/paths.js';
 import { SessionManager } from './sessions.js';
-import { buildHandlers, type DaemonApi } from './handlers.js';
+import { buildHandlers } from './handlers.js';
+import type { DaemonApi, DaemonStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
@@ -291,28 +292,4 @@ export class Daemon {
       }),
     };
   }
-}
-
-export interface DaemonStatus {
-  server: { name: string; version: string };
-  pid: number;
-  uptimeSeconds: number;
-  socket: string;
-  watch: string[];
-  reserveRatio: number;
-  softWatermark: number;
-  sessions: {
-    sessionId: string;
-    file: string;
-    format: string;
-    tokens: number;
-    total: number;
-    headroom: number;
-    sections: number;
-    reportedTokens: number | null;
-    lastActivityAt: number;
-    openPlans: number;
-    lastEdit: { reason: string; at: number; planId: string } | null;
-    subscribers: number;
-  }[];
 }

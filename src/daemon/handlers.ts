@@ -1,20 +1,6 @@
 import { defineHandler, METHODS, PARAMS_SCHEMAS, type Handler } from '../ipc/index.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import type { Archive } from '../store/index.js';
-import type { SessionManager } from './sessions.js';
-import type { WarmService } from './warm-service.js';
-import type { DaemonStatus } from './daemon.js';
-
-/** What the socket handlers may ask of the daemon. */
-export interface DaemonApi {
-  sessions(): SessionManager;
-  warm(): WarmService;
-  archive(): Archive;
-  subscribe(connectionId: string, sessionId: string): void;
-  /** Sessions a connection subscribed to. */
-  subscribedSessions(connectionId: string): readonly string[];
-  status(): DaemonStatus;
-}
+import type { DaemonApi } from './api.js';
 
 /**
  * The JSON-RPC method table of design §6, each validated by its params schema. `initialize`

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import type { TranscriptEvent, TranscriptFormat } from '../ingest/types.js';
+import type { TranscriptFormat } from '../ingest/types.js';
+import type { TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { applyPlan, planCompaction, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';

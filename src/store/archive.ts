@@ -1,6 +1,17 @@
-import type { Message } from '../ingest/types.js';
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
+
+/**
+ * One archived original message. The store keeps it as JSON and reads back only what it
+ * names here; any normalized transcript message fits (store is a leaf and knows no model).
+ */
+export interface ArchivedMessage {
+  readonly id: string;
+  readonly role: string;
+  readonly text: string;
+  readonly toolName?: string;
+  readonly toolCalls?: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
+}
 
 /** The originals a compaction edit replaced, kept so `section.recall` can return them. */
 export interface ArchivedEdit {
@@ -10,7 +21,7 @@ export interface ArchivedEdit {
   readonly editId?: string | undefined;
   readonly reason: string;
   readonly sectionIds: readonly string[];
-  readonly messages: readonly Message[];
+  readonly messages: readonly ArchivedMessage[];
   readonly tokens: number;
   readonly createdAt: number;
 }
@@ -81,7 +92,7 @@ export class Archive {
       editId: r.edit_id ?? undefined,
       reason: r.reason,
       sectionIds: JSON.parse(r.section_ids) as string[],
-      messages: JSON.parse(r.messages) as Message[],
+      messages: JSON.parse(r.messages) as ArchivedMessage[],
       tokens: r.tokens,
       createdAt: r.created_at,
     };

@@ -15,7 +15,8 @@
  *   `exit_code`; plain text starting with `Error:`.
  * - Message ids are `L<byteOffset>`.
  */
-import type { Message, Role, ToolCall, TranscriptAdapter, TranscriptEvent } from '../types.js';
+import type { TranscriptAdapter } from '../types.js';
+import type { Message, Role, ToolCall, TranscriptEvent } from '../../model/messages.js';
 import { argsString, arr, isObject, jsonResultFailed, obj, parseTimestamp, partsText, str, textResultFailed, tryJson, type JsonObject, withSourceOffset } from './common.js';
 
 const COMPACTION_PREFIX = '[CONTEXT COMPACTION';
