@@ -195,12 +195,17 @@ class Overlay:
 
 
 def plain_fallback(messages: Sequence[Message], budget_tokens: int) -> Tuple[List[Message], int]:
-    """Without the daemon: drop the oldest unprotected messages (a tool call with its results as
-    one group) until the rough count fits ``budget_tokens``; a note says how many were left out.
+    """Without the daemon: drop the oldest messages (a tool call with its results as one group;
+    never a system prompt, the first or the latest user message) until the rough count fits
+    ``budget_tokens``; a note says how many were left out.
     Returns the list and the number of messages dropped (0: returned unchanged)."""
     if budget_tokens <= 0 or estimate_tokens(messages) <= budget_tokens:
         return list(messages), 0
     protected = protected_indexes(messages)
+    # The plain trim cannot tell instructions from chat: it keeps the first user message too.
+    first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
+    if first_user is not None:
+        protected.add(first_user)
     groups: List[List[int]] = []
     owner: Dict[str, int] = {}
     for i, m in enumerate(messages):
