@@ -176,20 +176,25 @@ class Overlay:
         self.summary_keys.clear()
 
     def is_summary(self, message: Message) -> bool:
+        content = message.get("content")
+        # Every summary quotes its recall handle: only those are worth fingerprinting.
+        if not self.summary_keys or not isinstance(content, str) or "[contextd recall " not in content:
+            return False
         return fingerprint(message) in self.summary_keys
 
     def apply(self, messages: Sequence[Message]) -> List[Message]:
         out = list(messages)
         if not self._entries:
             return out
+        prints = [fingerprint(m) for m in out]
         for keys, summary in self._entries:
             n = len(keys)
             if n == 0 or n > len(out):
                 continue
-            prints = [fingerprint(m) for m in out]
             for i in range(len(out) - n + 1):
-                if tuple(prints[i : i + n]) == keys:
+                if prints[i] == keys[0] and tuple(prints[i : i + n]) == keys:
                     out[i : i + n] = [dict(summary)]
+                    prints[i : i + n] = [fingerprint(summary)]
                     break
         return out
 

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,12 +45,33 @@ class Daemon:
             args += ["--budget", str(budget)]
         self.log = open(root / "daemon.log", "wb")
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, "CONTEXTD_LOG_LEVEL": "info"})
-        deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket):
+        # Ready when it answers: the socket file can appear before the server accepts.
+        deadline = time.monotonic() + 60
+        while not self._answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"contextd daemon did not start: {(root / 'daemon.log').read_text(errors='replace')[-2000:]}")
-            time.sleep(0.05)
+            time.sleep(0.1)
+
+    def _answers(self) -> bool:
+        if not os.path.exists(self.socket):
+            return False
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(self.socket)
+            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"daemon.status","params":{}}\n')
+            buf = b""
+            while b"\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return False
+                buf += chunk
+            return b'"result"' in buf
+        except OSError:
+            return False
+        finally:
+            s.close()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
