@@ -77,6 +77,25 @@ class EngineAgainstTheDaemon(unittest.TestCase):
         self.assertEqual([t["name"] for t in by_register.get_tool_schemas()], ["contextd_recall", "contextd_search"])
         self.assertTrue(by_register.is_available())
 
+    def test_install_and_uninstall(self):
+        home = self.tmp.path / "other-home"
+        r = run_cli("install", "hermes", "--json", env={"HERMES_HOME": str(home)})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        info = json.loads(r.stdout)
+        self.assertEqual(info["configLine"], "context.engine: contextd")
+        self.assertEqual(sorted(info["files"]), ["__init__.py", "client.py", "engine.py", "plan.py", "plugin.yaml"])
+        self.assertTrue((home / "plugins" / "contextd" / "engine.py").exists())
+        r = run_cli("uninstall", "hermes", "--hermes-home", str(home))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse((home / "plugins" / "contextd").exists())
+        foreign = home / "plugins" / "contextd"
+        foreign.mkdir(parents=True)
+        (foreign / "plugin.yaml").write_text("name: someone-else\n")
+        r = run_cli("install", "hermes", "--hermes-home", str(home))
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn("another plugin", r.stderr)
+        self.assertEqual(run_cli("install", "vim").returncode, 2)
+
     def test_a_session_stays_within_budget_with_valid_pairs_and_its_instructions(self):
         engine = self.engine()
         plan = self.plan_module(engine)
