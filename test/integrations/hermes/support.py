@@ -84,6 +84,14 @@ class Daemon:
         self.log.close()
 
 
+def restore_env(name: str, value) -> None:
+    """Put an environment variable back as it was (None: unset)."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
 class TempDir:
     def __init__(self):
         self.path = Path(tempfile.mkdtemp(prefix="contextd-hermes-"))

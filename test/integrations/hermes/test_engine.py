@@ -10,7 +10,7 @@ import threading
 import unittest
 from pathlib import Path
 
-from support import FACT, INSTRUCTION, SYSTEM, Daemon, TempDir, hermes_session, request_of, require_cli, run_cli
+from support import FACT, INSTRUCTION, SYSTEM, Daemon, TempDir, hermes_session, request_of, require_cli, restore_env, run_cli
 
 import hermes_loader
 from agent.context_engine import ContextEngine
@@ -42,10 +42,7 @@ class EngineAgainstTheDaemon(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        if cls.saved_socket is None:
-            os.environ.pop("CONTEXTD_SOCKET", None)
-        else:
-            os.environ["CONTEXTD_SOCKET"] = cls.saved_socket
+        restore_env("CONTEXTD_SOCKET", cls.saved_socket)
         cls.daemon.stop()
         cls.tmp.cleanup()
 
@@ -209,10 +206,7 @@ class WithoutTheDaemon(unittest.TestCase):
         self.saved = os.environ.get("CONTEXTD_SOCKET")
 
     def tearDown(self):
-        if self.saved is None:
-            os.environ.pop("CONTEXTD_SOCKET", None)
-        else:
-            os.environ["CONTEXTD_SOCKET"] = self.saved
+        restore_env("CONTEXTD_SOCKET", self.saved)
         self.tmp.cleanup()
 
     def drive(self, engine):
