@@ -3,9 +3,9 @@
  * loaded model, its first scoring included) and a re-plan after one appended line, each
  * repeated for percentiles.
  */
-import { SessionModel } from '../src/model/index.js';
-import { createTokenCounter } from '../src/model/tokens.js';
-import { planCompaction, SummaryCache } from '../src/compact/index.js';
+import { SessionModel } from '../model/index.js';
+import { createTokenCounter } from '../model/tokens.js';
+import { planCompaction, SummaryCache } from '../compact/index.js';
 import { generateSession } from './retention.js';
 import { summarize } from './harness.js';
 

@@ -5,9 +5,9 @@
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ContextdClient, type WirePlan } from '../src/ipc/client.js';
-import { demoTranscript, demoTranscriptJsonl } from '../src/demo/transcript.js';
-import { createTokenCounter } from '../src/model/tokens.js';
+import { ContextdClient, type WirePlan } from '../ipc/client.js';
+import { demoTranscript, demoTranscriptJsonl } from '../demo/transcript.js';
+import { createTokenCounter } from '../model/tokens.js';
 import { round, rssMiB, startDaemonProcess, summarize } from './harness.js';
 
 export interface LatencyOptions {
