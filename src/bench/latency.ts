@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
 import { demoTranscript, demoTranscriptJsonl } from '../demo/transcript.js';
 import { createTokenCounter } from '../model/tokens.js';
-import { round, rssMiB, startDaemonProcess, summarize } from './harness.js';
+import { cpuSeconds, round, rssMiB, startDaemonProcess, summarize } from './harness.js';
 
 export interface LatencyOptions {
   readonly concurrency?: readonly number[];
@@ -114,12 +114,17 @@ async function rssAt(sessionsCount: number, rounds: number): Promise<Record<stri
   const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-rss-'));
   const watch = join(dir, 'sessions');
   mkdirSync(watch);
-  // Each session its own text: identical transcripts would let the token cache serve all but one.
-  for (let i = 0; i < sessionsCount; i++) writeFileSync(join(watch, `rss-${i}.jsonl`), demoTranscriptJsonl({ rounds, variant: `v${i}` }));
+  // Every message its own text (the demo generator repeats itself, and real transcripts do
+  // not): repeated messages would let the token cache serve a cold start as well as a restart.
+  const base = demoTranscript({ rounds });
+  for (let i = 0; i < sessionsCount; i++) {
+    const lines = base.map((l, n) => JSON.stringify({ ...l, content: `${l.content}\n[session ${i}, line ${n}]` }));
+    writeFileSync(join(watch, `rss-${i}.jsonl`), lines.join('\n') + '\n');
+  }
   const socket = join(dir, 's.sock');
   const args = ['--watch', watch, '--socket', socket, '--state', join(dir, 'state'), '--budget', '1000000'];
   /** Start the daemon, wait for its first status (every transcript read), measure. */
-  const startOnce = async (): Promise<{ seconds: number; sessions: number; tokens: number; rss: number }> => {
+  const startOnce = async (): Promise<{ seconds: number; cpu: number; sessions: number; tokens: number; rss: number }> => {
     const t0 = performance.now();
     const daemon = await startDaemonProcess(args, 600_000);
     try {
@@ -127,9 +132,10 @@ async function rssAt(sessionsCount: number, rounds: number): Promise<Record<stri
       await c.connect();
       const status = await c.status();
       const seconds = (performance.now() - t0) / 1000;
+      const cpu = cpuSeconds(daemon.proc.pid as number);
       const sessions = status.sessions as { tokens: number }[];
       await c.close();
-      return { seconds, sessions: sessions.length, tokens: sessions.reduce((a, s) => a + s.tokens, 0), rss: rssMiB(daemon.proc.pid as number) };
+      return { seconds, cpu, sessions: sessions.length, tokens: sessions.reduce((a, s) => a + s.tokens, 0), rss: rssMiB(daemon.proc.pid as number) };
     } finally {
       await daemon.stop();
     }
@@ -144,6 +150,10 @@ async function rssAt(sessionsCount: number, rounds: number): Promise<Record<stri
       startupSeconds: round(cold.seconds, 1),
       restartSeconds: round(warm.seconds, 1),
       restartShareOfStartup: round(warm.seconds / cold.seconds, 2),
+      // CPU used by the daemon until its first status: the same comparison, unmoved by other load.
+      startupCpuSeconds: cold.cpu,
+      restartCpuSeconds: warm.cpu,
+      restartShareOfStartupCpu: round(warm.cpu / cold.cpu, 2),
       rssMiB: cold.rss,
       rssAfterRestartMiB: warm.rss,
       restartTokensMatch: warm.tokens === cold.tokens,
