@@ -29,7 +29,7 @@ import { readTranscriptFile } from '../src/ingest/decoder.js';
 import { SessionModel } from '../src/model/index.js';
 import { createTokenCounter } from '../src/model/tokens.js';
 import { compactWithStrategy, planCompaction, SummaryCache, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../src/compact/index.js';
-import { extractConfigValues, extractErrorLines, sentences } from '../src/compact/text.js';
+import { extractConfigValues, extractErrorLines, sentences } from '../src/text/index.js';
 import { toolAction } from '../src/model/toolargs.js';
 
 export const PROBE_CATEGORIES = ['instruction', 'goal', 'decision', 'error', 'path', 'fact'] as const;

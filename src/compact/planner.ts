@@ -16,7 +16,7 @@ import { buildUnits, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } 
 import { createExtractiveSummarizer } from './summarize/extractive.js';
 import { ensureSurvival, keyFacts } from './survival.js';
 import { BoundedMemo, memoList, memoMessage } from './memo.js';
-import { fnv1a64, termsOf } from './text.js';
+import { fnv1a64, contentTerms } from '../text/index.js';
 import type { CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
 
 export const DEFAULT_SOFT_WATERMARK = 0.6;
@@ -212,17 +212,17 @@ function countTokens(counter: TokenCounter, text: string): number {
 const KEY_TEXT_CHARS = 200_000;
 
 /**
- * `termsOf(textOf(messages))`, on the first KEY_TEXT_CHARS chars. Terms never span a line
+ * `contentTerms(textOf(messages))`, on the first KEY_TEXT_CHARS chars. Terms never span a line
  * break, so (under the cap) they are the union of each message's terms, memoized per message.
  */
 function textTermsOf(messages: readonly Message[]): ReadonlySet<string> {
   return memoList(messages, 'text-terms', (ms) => {
     const texts = ms.map((m) => memoMessage(m, 'text', (x) => textOf([x])));
     const length = texts.reduce((n, t) => n + t.length, 0) + Math.max(0, texts.length - 1);
-    if (length > KEY_TEXT_CHARS) return termsOf(textOf(ms).slice(0, KEY_TEXT_CHARS));
+    if (length > KEY_TEXT_CHARS) return contentTerms(textOf(ms).slice(0, KEY_TEXT_CHARS));
     const out = new Set<string>();
     ms.forEach((m, i) => {
-      for (const t of memoMessage(m, 'text-terms', () => termsOf(texts[i] ?? ''))) out.add(t);
+      for (const t of memoMessage(m, 'text-terms', () => contentTerms(texts[i] ?? ''))) out.add(t);
     });
     return out;
   });

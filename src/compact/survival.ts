@@ -10,7 +10,7 @@
  *  - archive handles of earlier summaries being re-compacted.
  */
 import type { Message } from '../ingest/types.js';
-import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, termsOf, uniq } from './text.js';
+import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, contentTerms, uniq } from '../text/index.js';
 import { memoMessage } from './memo.js';
 import { toolAction } from '../model/toolargs.js';
 
@@ -58,7 +58,7 @@ function messageFacts(m: Message): MessageFacts {
         constraints: extractConstraints(body).map((c) => clip(c, 240)),
         values: extractConfigValues(body).map((v) => clip(v.text, 140)),
         toolValues: [],
-        terms: termsOf(body),
+        terms: contentTerms(body),
         error,
       };
     }
@@ -69,7 +69,7 @@ function messageFacts(m: Message): MessageFacts {
       constraints: [],
       values: [],
       toolValues: extractConfigValues(head).map((v) => ({ key: v.key.toLowerCase(), text: clip(v.text, 140) })),
-      terms: termsOf(head),
+      terms: contentTerms(head),
       error,
     };
   });

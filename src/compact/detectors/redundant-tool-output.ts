@@ -6,7 +6,7 @@
 import type { Message } from '../../ingest/types.js';
 import type { Section } from '../../model/types.js';
 import { toolAction } from '../../model/toolargs.js';
-import { jaccard } from '../text.js';
+import { jaccard } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList, memoMessage } from '../memo.js';
 import { callsOf, isCompactable, lineSet, memoMessages } from './util.js';

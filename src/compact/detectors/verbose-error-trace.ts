@@ -2,7 +2,7 @@
  * `verbose-error-trace`: a long stack trace. The summary keeps the exception line, the first
  * frame in project code (not node_modules / site-packages / runtime internals) and the outcome.
  */
-import { countFrames, extractErrorLines, isFrameLine, isProjectFrame } from '../text.js';
+import { countFrames, extractErrorLines, isFrameLine, isProjectFrame } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList } from '../memo.js';
 import { isCompactable, memoMessages, textOf } from './util.js';

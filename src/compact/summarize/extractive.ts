@@ -19,7 +19,7 @@ import {
   extractUrls,
   lastSentences,
   sentences,
-} from '../text.js';
+} from '../../text/index.js';
 import { toolAction } from '../../model/toolargs.js';
 import { finalErrorLine } from '../survival.js';
 import type { Summarizer, SummarizeInput } from '../types.js';
