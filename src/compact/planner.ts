@@ -323,7 +323,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     end: Math.max(...run.sections.map((s) => s.messageRange.end)),
   };
   const keyTerms = b.refs.keyTermsOf(textTermsOf(messages), range.end);
-  const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens };
+  const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens, handle };
   const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${JSON.stringify(run.detail)}`;
   let raw = b.cache?.get(cacheKey);
   if (raw === undefined) {

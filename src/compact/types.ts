@@ -79,6 +79,8 @@ export interface SummarizeInput {
   readonly keyTerms?: readonly string[];
   /** Soft length bound of the summary, in tokens (≈ 3.5 chars each). */
   readonly maxTokens?: number;
+  /** The archive handle the originals are stored under (for notes such as omitted images). */
+  readonly handle?: string;
 }
 
 export interface Summarizer {

@@ -56,3 +56,33 @@ function looksLikeValue(v: string, isAssign: boolean): boolean {
   if (isAssign && !/\s/.test(s)) return true;
   return /^[A-Z0-9_-]{2,}$/.test(s);
 }
+
+/**
+ * The readable text of a JSON tool result: its string fields (`output`, `error`, `stderr`,
+ * `message`, …) decoded and joined by newlines, so error lines inside `"…\nImportError: …"`
+ * become lines again. Text that is not a JSON object comes back unchanged.
+ */
+export function jsonResultText(text: string): string {
+  const t = text.trimStart();
+  if (!t.startsWith('{') || t.length > 2_000_000) return text;
+  let v: unknown;
+  try {
+    v = JSON.parse(t);
+  } catch {
+    return text;
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return text;
+  const parts: string[] = [];
+  const walk = (x: unknown, depth: number): void => {
+    if (typeof x === 'string') parts.push(x);
+    else if (typeof x === 'number' || typeof x === 'boolean') return;
+    else if (depth < 3 && Array.isArray(x)) for (const y of x) walk(y, depth + 1);
+    else if (depth < 3 && typeof x === 'object' && x !== null)
+      for (const [k, y] of Object.entries(x as Record<string, unknown>)) {
+        if (typeof y === 'number' && /exit|status|code/i.test(k)) parts.push(`${k}: ${y}`);
+        else walk(y, depth + 1);
+      }
+  };
+  walk(v, 0);
+  return parts.join('\n');
+}

@@ -11,3 +11,4 @@ export * from './paths.js';
 export * from './code.js';
 export * from './errors.js';
 export * from './tasks.js';
+export * from './diff.js';
