@@ -97,6 +97,17 @@ export function toCountedTokens(model: CompactableModel, calibrated: number): nu
   return Math.floor((calibrated - c.offsetTokens) / c.ratio);
 }
 
+/**
+ * The target of compacting to a context window of `budgetTokens` with `reserveRatio` kept
+ * free, in the agent's terms (`target`, what inspect and headroom count) and in the model's
+ * own count (`countedTarget`, what edits reduce). `contextd compact`, `contextd fork` and the
+ * daemon budget against this one conversion.
+ */
+export function compactionTarget(model: CompactableModel, budgetTokens: number, reserveRatio: number): { target: number; countedTarget: number } {
+  const target = Math.floor(budgetTokens * (1 - reserveRatio));
+  return { target, countedTarget: Math.max(0, toCountedTokens(model, target)) };
+}
+
 /** The calibrated size of a context whose own count is `counted`. */
 export function toCalibratedTokens(model: CompactableModel, counted: number): number {
   const c = model.calibration?.();
@@ -151,6 +162,8 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
     headroomAfter: headroomBefore,
     tokensBefore,
     tokensAfter: tokensBefore,
+    calibratedTokensBefore: toCalibratedTokens(model, tokensBefore),
+    calibratedTokensAfter: toCalibratedTokens(model, tokensBefore),
     edits: [],
     survival: { checked: 0, missing: [], reinjected: 0 },
     modelVersion,
@@ -193,8 +206,25 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   };
   const tokensAfter = tokensBefore - savedBy(records);
   for (const e of edits) log?.debug({ planId, editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, scores: e.scores }, 'compaction edit');
-  log?.info({ planId, sessionId, mode: options.mode, edits: edits.length, tokensBefore, tokensAfter, target, survival: { checked: survival.checked, reinjected: survival.reinjected } }, 'compaction planned');
-  return { ...empty, headroomAfter: 1 - toCalibratedTokens(model, tokensAfter) / total, tokensAfter, edits, survival };
+  const calibratedTokensAfter = toCalibratedTokens(model, tokensAfter);
+  // tokens*: the agent's (calibrated) count, as headroom and inspect show it; counted*: our raw count
+  log?.info(
+    {
+      planId,
+      sessionId,
+      mode: options.mode,
+      edits: edits.length,
+      tokensBefore: empty.calibratedTokensBefore,
+      tokensAfter: calibratedTokensAfter,
+      target: toCalibratedTokens(model, target),
+      countedTokensBefore: tokensBefore,
+      countedTokensAfter: tokensAfter,
+      countedTarget: target,
+      survival: { checked: survival.checked, reinjected: survival.reinjected },
+    },
+    'compaction planned',
+  );
+  return { ...empty, headroomAfter: 1 - calibratedTokensAfter / total, tokensAfter, calibratedTokensAfter, edits, survival };
 }
 
 /** Summary token counts per counter (summaries repeat across rounds and re-plans). */
