@@ -4,7 +4,7 @@
  * and — only when it failed — the assertion, the exception line and the first frame in project
  * code. A success is never described as an error. Memoized per message.
  */
-import type { Message, ToolCall } from '../ingest/types.js';
+import type { Message, ToolCall } from '../model/messages.js';
 import { isWriteTool, parseArgs, toolAction } from '../model/toolargs.js';
 import {
   assertionLines,

@@ -5,7 +5,7 @@
  * the following files: M a.ts") are not redundant: what each changed is different. The newest
  * is kept; the older becomes a pointer "a later identical call returned the same output except …".
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import { toolAction } from '../../model/toolargs.js';
 import { jaccard } from '../../text/index.js';

@@ -5,7 +5,7 @@
 import { toolAction } from '../../model/toolargs.js';
 import { canonicalPath, samePath } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import { memoList } from '../memo.js';
 import { callsOf, isCompactable, memoMessages } from './util.js';
 
