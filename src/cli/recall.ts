@@ -22,6 +22,8 @@ export function registerRecall(program: Command): void {
           return;
         }
         printLine(`${entry.handle}  session ${entry.sessionId}  reason ${entry.reason}  sections ${entry.sectionIds.join(',')}  ${entry.tokens} tokens`);
+        const redacted = entry.redactions ?? [];
+        if (redacted.length > 0) printLine(`secrets redacted before archiving: ${redacted.map((r) => `${r.rule} ×${r.count}`).join(', ')}`);
         for (const m of entry.messages) {
           printLine(`--- ${m.role}${m.toolName ? ` (${m.toolName})` : ''}`);
           if (m.text) printLine(m.text);

@@ -37,6 +37,13 @@ export const configFileSchema = z
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
     formats: z.record(z.string(), z.enum(TRANSCRIPT_FORMATS)).optional(),
     encoding: z.enum(['o200k_base', 'cl100k_base']).optional(),
+    archive: z
+      .object({
+        /** Replace secrets in archived originals by `[REDACTED:<rule>]` (default true). */
+        redactSecrets: z.boolean().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -61,6 +68,7 @@ export interface DaemonOptions {
   readonly logLevel: string;
   readonly formats: Readonly<Record<string, (typeof TRANSCRIPT_FORMATS)[number]>>;
   readonly encoding: 'o200k_base' | 'cl100k_base';
+  readonly archive: { readonly redactSecrets: boolean };
 }
 
 export const DEFAULTS = Object.freeze({
@@ -130,5 +138,6 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
     logLevel: c.logLevel ?? DEFAULTS.logLevel,
     formats: Object.freeze({ ...(c.formats ?? {}) }),
     encoding: c.encoding ?? 'o200k_base',
+    archive: Object.freeze({ redactSecrets: c.archive?.redactSecrets ?? true }),
   });
 }

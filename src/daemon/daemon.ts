@@ -10,6 +10,8 @@ import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
 import { stateDbPath } from '../store/paths.js';
 import { SessionManager } from './sessions.js';
+import { redactMessages } from '../harvest/index.js';
+import type { LiveSession } from './live-session.js';
 import { buildHandlers, type DaemonApi } from './handlers.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
@@ -93,6 +95,7 @@ export class Daemon {
       plans: new PlanLog(this.db),
       now: this.now,
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
+      ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
     });
     this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now });
     this.sessions.on('plan', (s, plan) => {
@@ -226,12 +229,10 @@ export class Daemon {
 
   private harvestIdle(): void {
     const sessions = this.sessions;
-    if (!sessions || !this.warm) return;
-    const cutoff = this.now() - this.options.idleTimeoutMs;
-    for (const s of sessions.all()) {
-      if (s.ended || s.lastActivityAt > cutoff) continue;
-      s.ended = true;
-      const work = this.warm.harvest(s, 'unknown').then(
+    if (!sessions || this.stopping) return;
+    for (const s of sessions.idleSessions()) {
+      if (!sessions.endSession(s)) continue;
+      this.trackHarvest(s, 'unknown').then(
         (r) => {
           this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
           // Free its model unless a client still follows it: the file stays watched and is read
@@ -240,9 +241,20 @@ export class Daemon {
         },
         (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
       );
-      this.harvests.add(work);
-      void work.finally(() => this.harvests.delete(work));
     }
+  }
+
+  /** Run a harvest the shutdown waits for (the database never closes under one). */
+  private trackHarvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
+    const warm = this.warm;
+    if (!warm || this.db?.open !== true) return Promise.reject(new ContextdError(ErrorCode.LIFECYCLE, 'contextd is shutting down: the session was not harvested', { sessionId: s.sessionId }));
+    const work = warm.harvest(s, outcome, connectionId);
+    this.harvests.add(work);
+    void work.then(
+      () => this.harvests.delete(work),
+      () => this.harvests.delete(work),
+    );
+    return work;
   }
 
   /** What the socket handlers may do; the handlers never see the wiring itself. */
@@ -251,11 +263,18 @@ export class Daemon {
       sessions: () => this.sessions as SessionManager,
       warm: () => this.warm as WarmService,
       archive: () => new Archive(this.db as Db),
-      subscribe: (connId, sessionId) => {
+      subscribe: (connId, session) => {
         let subs = this.subscriptions.get(connId);
         if (!subs) this.subscriptions.set(connId, (subs = new Set()));
-        subs.add(sessionId);
+        subs.add(session.sessionId);
+        // After the subscribe reply is written: the current plan, or a fresh one, at once.
+        setImmediate(() => {
+          if (this.stopping || !this.subscriptions.get(connId)?.has(session.sessionId)) return;
+          const current = this.sessions?.subscribed(session);
+          if (current) this.server?.notify(connId, 'compaction.proposed', current);
+        });
       },
+      harvest: (session, outcome, connId) => this.trackHarvest(session, outcome, connId),
       subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
       status: () => this.status(),
     };
@@ -285,7 +304,7 @@ export class Daemon {
           reportedTokens: h.reportedTokens ?? null,
           lastActivityAt: s.lastActivityAt,
           openPlans: this.sessions?.openPlanCount(s.sessionId) ?? 0,
-          lastEdit: s.lastEdit ?? null,
+          lastEdit: s.life.lastEdit ?? null,
           subscribers: this.subscriberCount(s.sessionId),
         };
       }),

@@ -3,6 +3,7 @@ import { ContextdError, ErrorCode } from '../util/errors.js';
 import type { Archive } from '../store/index.js';
 import type { SessionManager } from './sessions.js';
 import type { WarmService } from './warm-service.js';
+import type { LiveSession } from './live-session.js';
 import type { DaemonStatus } from './daemon.js';
 
 /** What the socket handlers may ask of the daemon. */
@@ -10,7 +11,10 @@ export interface DaemonApi {
   sessions(): SessionManager;
   warm(): WarmService;
   archive(): Archive;
-  subscribe(connectionId: string, sessionId: string): void;
+  /** Subscribe a connection to a session; the current plan (or a fresh one) follows at once. */
+  subscribe(connectionId: string, session: LiveSession): void;
+  /** Harvest a finished session (tracked: shutdown waits for it). */
+  harvest(session: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId: string): Promise<{ harvested: number }>;
   /** Sessions a connection subscribed to. */
   subscribedSessions(connectionId: string): readonly string[];
   status(): DaemonStatus;
@@ -35,7 +39,7 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
         session = sessions.all().sort((a, b) => b.lastActivityAt - a.lastActivityAt)[0];
         if (!session) throw new ContextdError(ErrorCode.UNKNOWN_SESSION, 'no live session yet: subscribe again once the agent has written its transcript', {});
       }
-      api.subscribe(ctx.connectionId, session.sessionId);
+      api.subscribe(ctx.connectionId, session);
       // Templates this connection bootstrapped belong to the session it works in.
       for (const id of api.warm().bootstrappedBy(ctx.connectionId)) session.bootstrappedTemplates.add(id);
       return { sessionId: session.sessionId, headroom: session.model.headroom() };
@@ -63,13 +67,13 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
       if (!entry || entry.sessionId !== p.sessionId) {
         throw new ContextdError(ErrorCode.UNKNOWN_HANDLE, `no archived originals under "${p.handle}" for session "${p.sessionId}": handles are quoted in summaries as [contextd recall h_…]`, { handle: p.handle });
       }
-      return { handle: entry.handle, sessionId: entry.sessionId, reason: entry.reason, sectionIds: entry.sectionIds, messages: entry.messages, tokens: entry.tokens };
+      return { handle: entry.handle, sessionId: entry.sessionId, reason: entry.reason, sectionIds: entry.sectionIds, messages: entry.messages, tokens: entry.tokens, redactions: entry.redactions ?? [] };
     }),
 
     [METHODS.endSession]: defineHandler(PARAMS_SCHEMAS[METHODS.endSession], async (p, ctx) => {
       const s = api.sessions().require(p.sessionId);
-      const r = await api.warm().harvest(s, p.outcome, ctx.connectionId);
-      s.ended = true;
+      api.sessions().endSession(s);
+      const r = await api.harvest(s, p.outcome, ctx.connectionId);
       return { harvested: r.harvested };
     }),
 

@@ -90,6 +90,8 @@ export interface RecallResult {
   readonly handle: string;
   readonly sessionId: string;
   readonly messages: readonly Message[];
+  /** Secrets replaced by `[REDACTED:<rule>]` before the originals were archived, per rule. */
+  readonly redactions?: readonly { readonly rule: string; readonly count: number }[];
   readonly [extra: string]: unknown;
 }
 

@@ -13,6 +13,14 @@ export interface ArchivedEdit {
   readonly messages: readonly Message[];
   readonly tokens: number;
   readonly createdAt: number;
+  /** Secrets replaced by `[REDACTED:<rule>]` markers before storing, counted per rule. */
+  readonly redactions?: readonly RedactionCount[] | undefined;
+}
+
+/** How many findings of one redaction rule were replaced. */
+export interface RedactionCount {
+  readonly rule: string;
+  readonly count: number;
 }
 
 interface Row {
@@ -25,6 +33,7 @@ interface Row {
   messages: string;
   tokens: number;
   created_at: number;
+  redactions: string;
 }
 
 /** Lossless archive of compacted originals, keyed by the handle quoted in each summary. */
@@ -35,8 +44,8 @@ export class Archive {
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
-      `INSERT INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at)
-       VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt)`,
+      `INSERT INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at, redactions)
+       VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt, @redactions)`,
     );
     this.byHandle = db.prepare(`SELECT * FROM archive WHERE handle = ?`);
     this.relink = db.prepare(`UPDATE archive SET plan_id = @planId, edit_id = @editId, reason = @reason, created_at = @createdAt WHERE handle = @handle`);
@@ -63,6 +72,7 @@ export class Archive {
             messages: JSON.stringify(e.messages),
             tokens: e.tokens,
             createdAt: e.createdAt,
+            redactions: JSON.stringify(e.redactions ?? []),
           });
         }
       })();
@@ -84,6 +94,7 @@ export class Archive {
       messages: JSON.parse(r.messages) as Message[],
       tokens: r.tokens,
       createdAt: r.created_at,
+      redactions: JSON.parse(r.redactions) as RedactionCount[],
     };
   }
 

@@ -146,4 +146,11 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE VIRTUAL TABLE IF NOT EXISTS templates_fts USING fts5(body);
     `,
   },
+  {
+    version: 4,
+    name: 'archive: what was redacted from each archived original',
+    sql: `
+      ALTER TABLE archive ADD COLUMN redactions TEXT NOT NULL DEFAULT '[]';
+    `,
+  },
 ];

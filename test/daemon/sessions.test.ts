@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,6 +83,8 @@ describe('SessionManager', () => {
     let published = 0;
     manager.on('plan', () => published++);
     const s = manager.ingest('/t/b.jsonl', 'b', 'openai-chat', events(10));
+    // Plans run from a queue after a turn of the event loop: wait for the failed one.
+    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'planning failed; will retry when the session changes')).toBe(true), { timeout: 10_000 });
     await manager.drain();
     expect(s.model.tokens()).toBeGreaterThan(10_000);
     expect(lines.some((l) => l['msg'] === 'headroom sample not stored; continuing' && l['code'] === 'STORE_FULL')).toBe(true);
