@@ -208,8 +208,8 @@ export class Daemon {
     });
     tailer.on('reset', (e) => sessions.resetSession(e.file, e.sessionId, e.reason));
     tailer.on('removed', (e) => sessions.removeSession(e.sessionId));
-    tailer.on('line-error', (e) => this.log.debug({ sessionId: e.sessionId, file: e.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped'));
-    tailer.on('error', (err) => this.log.warn({ err: describeError(err), code: (err as ContextdError).code }, 'tailer error'));
+    // The tailer logs its own errors and skipped lines (once, rate-limited per file): no second line here.
+    tailer.on('error', () => undefined);
   }
 
   /** Connections subscribed to a session. */
