@@ -3,7 +3,7 @@ import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { createSummarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
-import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../store/index.js';
+import { Archive, HeadroomLog, PlanLog, openDb, secureStateDir, type Db } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
@@ -83,6 +83,8 @@ export class Daemon {
   private async startParts(): Promise<void> {
     const o = this.options;
     const dbPath = stateDbPath(o.stateDir);
+    const secured = secureStateDir(o.stateDir);
+    if (secured.previousMode !== undefined) this.log.warn({ stateDir: o.stateDir, previousMode: secured.previousMode.toString(8), mode: '700' }, 'state folder was readable by others: made private');
     this.db = openDb(dbPath);
     const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
@@ -116,6 +118,11 @@ export class Daemon {
       ...(fd !== undefined ? { fd } : { socketPath: o.socketPath }),
       ...(o.socketGroup !== undefined ? { group: o.socketGroup } : {}),
       maxLineBytes: o.maxMessageBytes,
+      maxClients: o.maxClients,
+      idleTimeoutMs: o.clientIdleTimeoutMs,
+      partialLineTimeoutMs: o.partialLineTimeoutMs,
+      drainTimeoutMs: o.shutdownTimeoutMs,
+      keepIdle: (connId) => (this.subscriptions.get(connId)?.size ?? 0) > 0,
       handlers: buildHandlers(this.api()),
       logger: this.deps.logger,
     });
@@ -129,6 +136,7 @@ export class Daemon {
     this.tailer = new Tailer({
       paths: o.watch.map((p) => resolve(p)),
       maxLineBytes: o.maxLineBytes,
+      followSymlinks: o.followSymlinks,
       formatOverrides: o.formats,
       logger: this.deps.logger,
     });
@@ -162,6 +170,7 @@ export class Daemon {
   }
 
   private async doStop(reason: string): Promise<void> {
+    const o = this.options;
     this.stateValue = 'stopping';
     this.log.info({ reason }, 'contextd stopping');
     await this.notifier?.stopping();
@@ -171,7 +180,14 @@ export class Daemon {
     // No new requests while draining: close the socket first, then finish what is in flight.
     await this.server?.close();
     await this.sessions?.drain();
-    await Promise.allSettled([...this.harvests]);
+    // Harvests still running (idle ones; session.end ones were awaited with their replies): bounded.
+    if (this.harvests.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), o.shutdownTimeoutMs)));
+      const outcome = await Promise.race([Promise.allSettled([...this.harvests]).then(() => 'done' as const), timedOut]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') this.log.warn({ harvests: this.harvests.size, shutdownTimeoutMs: o.shutdownTimeoutMs }, 'shutdown: harvests still running were abandoned');
+    }
     if (this.db?.open) {
       try {
         this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -187,7 +203,7 @@ export class Daemon {
   /** Apply new options (SIGHUP). Watch list, socket and state dir need a restart. */
   reload(options: DaemonOptions): void {
     void this.notifier?.reloading();
-    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats'];
+    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'maxClients', 'clientIdleTimeoutMs', 'partialLineTimeoutMs', 'archive'];
     const restartNeeded = needsRestart.filter((k) => JSON.stringify(options[k]) !== JSON.stringify(this.options[k]));
     this.options = { ...options, ...Object.fromEntries(restartNeeded.map((k) => [k, this.options[k]])) } as DaemonOptions;
     this.deps.logger.level = options.logLevel;
@@ -277,6 +293,7 @@ export class Daemon {
       harvest: (session, outcome, connId) => this.trackHarvest(session, outcome, connId),
       subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
       status: () => this.status(),
+      isolated: this.options.socketGroup !== undefined,
     };
   }
 

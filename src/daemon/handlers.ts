@@ -18,6 +18,11 @@ export interface DaemonApi {
   /** Sessions a connection subscribed to. */
   subscribedSessions(connectionId: string): readonly string[];
   status(): DaemonStatus;
+  /**
+   * Whether the socket is shared with a group (`socketGroup`): then a connection sees only the
+   * sessions it subscribed to (by transcript path, or by an id it already sees).
+   */
+  readonly isolated: boolean;
 }
 
 /**
@@ -25,17 +30,28 @@ export interface DaemonApi {
  * is answered by the IPC dispatcher itself (server name, version, protocol version).
  */
 export function buildHandlers(api: DaemonApi): Record<string, Handler> {
+  /** The session, if this connection may see it; else the same error as for an unknown one. */
+  const assertVisible = (sessionId: string, connectionId: string): void => {
+    if (api.isolated && !api.subscribedSessions(connectionId).includes(sessionId)) {
+      throw new ContextdError(ErrorCode.UNKNOWN_SESSION, `unknown session "${sessionId}": on a shared socket, subscribe to it by transcriptPath first`, { sessionId });
+    }
+  };
+  const visible = (sessionId: string, connectionId: string) => {
+    assertVisible(sessionId, connectionId);
+    return api.sessions().require(sessionId);
+  };
   return {
     [METHODS.subscribe]: defineHandler(PARAMS_SCHEMAS[METHODS.subscribe], (p, ctx) => {
       const sessions = api.sessions();
       let session;
-      if (p.sessionId !== undefined) session = sessions.require(p.sessionId);
+      if (p.sessionId !== undefined) session = visible(p.sessionId, ctx.connectionId);
       else if (p.transcriptPath !== undefined) {
         session = sessions.byTranscript(p.transcriptPath);
         if (!session) {
           throw new ContextdError(ErrorCode.UNKNOWN_SESSION, `no live session reads "${p.transcriptPath}": is it under a watched directory, and has a line been written yet?`, { transcriptPath: p.transcriptPath });
         }
       } else {
+        if (api.isolated) throw new ContextdError(ErrorCode.UNKNOWN_SESSION, 'on a shared socket (socketGroup), name the session by transcriptPath', {});
         session = sessions.all().sort((a, b) => b.lastActivityAt - a.lastActivityAt)[0];
         if (!session) throw new ContextdError(ErrorCode.UNKNOWN_SESSION, 'no live session yet: subscribe again once the agent has written its transcript', {});
       }
@@ -45,24 +61,28 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
       return { sessionId: session.sessionId, headroom: session.model.headroom() };
     }),
 
-    [METHODS.headroom]: defineHandler(PARAMS_SCHEMAS[METHODS.headroom], (p) => {
-      const s = api.sessions().require(p.sessionId);
+    [METHODS.headroom]: defineHandler(PARAMS_SCHEMAS[METHODS.headroom], (p, ctx) => {
+      const s = visible(p.sessionId, ctx.connectionId);
       const h = s.model.headroom();
       return { ...h };
     }),
 
-    [METHODS.sections]: defineHandler(PARAMS_SCHEMAS[METHODS.sections], (p) => api.sessions().require(p.sessionId).model.sections()),
+    [METHODS.sections]: defineHandler(PARAMS_SCHEMAS[METHODS.sections], (p, ctx) => visible(p.sessionId, ctx.connectionId).model.sections()),
 
-    [METHODS.compact]: defineHandler(PARAMS_SCHEMAS[METHODS.compact], (p) =>
-      api.sessions().compactNow(p.sessionId, p.targetHeadroom, p.dryRun ?? false),
-    ),
+    [METHODS.compact]: defineHandler(PARAMS_SCHEMAS[METHODS.compact], (p, ctx) => {
+      visible(p.sessionId, ctx.connectionId);
+      return api.sessions().compactNow(p.sessionId, p.targetHeadroom, p.dryRun ?? false);
+    }),
 
-    [METHODS.ack]: defineHandler(PARAMS_SCHEMAS[METHODS.ack], (p) => {
+    [METHODS.ack]: defineHandler(PARAMS_SCHEMAS[METHODS.ack], (p, ctx) => {
+      const owner = api.sessions().sessionOfPlan(p.planId);
+      if (owner) visible(owner.sessionId, ctx.connectionId);
       const { headroom } = api.sessions().acknowledge(p.planId, p.applied, p.editIds, p.reason);
       return { ok: true, headroom };
     }),
 
-    [METHODS.recall]: defineHandler(PARAMS_SCHEMAS[METHODS.recall], (p) => {
+    [METHODS.recall]: defineHandler(PARAMS_SCHEMAS[METHODS.recall], (p, ctx) => {
+      assertVisible(p.sessionId, ctx.connectionId);
       const entry = api.archive().get(p.handle);
       if (!entry || entry.sessionId !== p.sessionId) {
         throw new ContextdError(ErrorCode.UNKNOWN_HANDLE, `no archived originals under "${p.handle}" for session "${p.sessionId}": handles are quoted in summaries as [contextd recall h_…]`, { handle: p.handle });
@@ -71,7 +91,7 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
     }),
 
     [METHODS.endSession]: defineHandler(PARAMS_SCHEMAS[METHODS.endSession], async (p, ctx) => {
-      const s = api.sessions().require(p.sessionId);
+      const s = visible(p.sessionId, ctx.connectionId);
       api.sessions().endSession(s);
       const r = await api.harvest(s, p.outcome, ctx.connectionId);
       return { harvested: r.harvested };
@@ -86,6 +106,11 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
       return result;
     }),
 
-    [METHODS.status]: defineHandler(PARAMS_SCHEMAS[METHODS.status], () => api.status()),
+    [METHODS.status]: defineHandler(PARAMS_SCHEMAS[METHODS.status], (_p, ctx) => {
+      const status = api.status();
+      if (!api.isolated) return status;
+      const mine = new Set(api.subscribedSessions(ctx.connectionId));
+      return { ...status, sessions: status.sessions.filter((s) => mine.has(s.sessionId)), watch: [] };
+    }),
   };
 }

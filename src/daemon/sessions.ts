@@ -213,7 +213,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** The agent's answer to a plan. Returns the session's headroom after it. */
   acknowledge(planId: string, applied: boolean, editIds: readonly string[] | undefined, reason: string | undefined): { headroom: number } {
-    const s = this.all().find((x) => x.life.openPlan(planId) !== undefined);
+    const s = this.sessionOfPlan(planId);
     const open = s?.life.openPlan(planId);
     if (!s || !open) {
       const stored = this.deps.plans.get(planId);
@@ -260,6 +260,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       s.planTimer = undefined;
     }
     await Promise.allSettled([...this.inFlight, this.pumping]);
+  }
+
+  /** The session an open plan belongs to. */
+  sessionOfPlan(planId: string): LiveSession | undefined {
+    return this.all().find((x) => x.life.openPlan(planId) !== undefined);
   }
 
   /** Plans proposed but not yet answered (for status). */

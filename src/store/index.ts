@@ -1,4 +1,4 @@
-export { openDb, migrate, wrapStoreError, type Db, type OpenDbOptions } from './db.js';
+export { openDb, migrate, wrapStoreError, secureStateDir, secureStateFiles, type Db, type OpenDbOptions, type SecuredDir } from './db.js';
 export { MIGRATIONS, type Migration } from './migrations.js';
 export { HeadroomLog, type HeadroomSample } from './headroom.js';
 export { Archive, type ArchivedEdit, type RedactionCount } from './archive.js';
