@@ -33,6 +33,7 @@ export class WarmService {
     // The whole history as decoded by the tailer (compacted-away originals included, the
     // agent's own compactions ignored): harvest wants the originals, and needs no re-read.
     const { messages, meta } = s.history.snapshot(s.sessionId);
+    this.log.debug({ sessionId: s.sessionId, messages: messages.length, outcome }, 'harvest started');
     const result = await harvestSession(
       { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },
       { store: this.store, tokenCounter: this.deps.tokenCounter, logger: this.deps.logger, ...(this.deps.now ? { now: this.deps.now } : {}) },

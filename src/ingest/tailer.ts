@@ -131,6 +131,9 @@ export class Tailer extends EventEmitter<TailerEvents> {
     watcher.on('unlink', (p) => this.onUnlink(p));
     watcher.on('error', (err) => this.fail(err instanceof Error ? err : new Error(String(err))));
     await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
+    // chokidar leaves out files it cannot watch (no read permission): list the roots ourselves
+    // so such a file is registered, reported once, and read when it becomes readable.
+    for (const root of this.options.paths) await this.rescan(root);
     this.initialScanDone = true;
     await this.settle();
     if (this.stateValue !== 'running') return;
@@ -272,6 +275,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     if (!this.active) return;
     let entries;
     try {
+      if (!(await stat(dir)).isDirectory()) return;
       entries = await readdir(dir, { withFileTypes: true, recursive: true });
     } catch (err) {
       if (!isMissing(err)) this.options.logger.debug({ dir, err: describeError(err) }, 'new folder not listed');
@@ -282,8 +286,12 @@ export class Tailer extends EventEmitter<TailerEvents> {
       if (!e.isFile() || !e.name.endsWith('.jsonl')) continue;
       const p = join(e.parentPath, e.name);
       const known = this.files.get(p);
-      if (!known) this.onAdd(p, undefined);
-      else if (known.live) this.requestRead(known, true);
+      if (known) {
+        if (known.live && this.initialScanDone) this.requestRead(known, true);
+        continue;
+      }
+      const stats = await stat(p).catch(() => undefined);
+      if (stats && this.active && !this.files.has(p)) this.onAdd(p, stats);
     }
   }
 
