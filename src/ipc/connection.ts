@@ -156,14 +156,16 @@ export class RpcConnection {
     if (this.watchdog) clearInterval(this.watchdog);
     if (this.slots.length === 0 || this.closed) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const timer = timeoutMs > 0 ? setTimeout(done, timeoutMs) : undefined;
-      timer?.unref();
-      const self = this;
-      function done(): void {
+      let timer: NodeJS.Timeout | undefined;
+      const done = (): void => {
         if (timer) clearTimeout(timer);
-        self.drained = undefined;
-        if (self.slots.length > 0) self.log.warn({ connectionId: self.id, pending: self.slots.length }, 'shutdown: replies still running were abandoned');
+        this.drained = undefined;
+        if (this.slots.length > 0) this.log.warn({ connectionId: this.id, pending: this.slots.length }, 'shutdown: replies still running were abandoned');
         resolve();
+      };
+      if (timeoutMs > 0) {
+        timer = setTimeout(done, timeoutMs);
+        timer.unref();
       }
       this.drained = done;
     });
