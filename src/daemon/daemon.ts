@@ -12,7 +12,8 @@ import { stateDbPath } from '../store/paths.js';
 import { SessionManager } from './sessions.js';
 import { redactMessages } from '../harvest/index.js';
 import type { LiveSession } from './live-session.js';
-import { buildHandlers, type DaemonApi } from './handlers.js';
+import { buildHandlers } from './handlers.js';
+import type { DaemonApi, DaemonStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
@@ -223,7 +224,10 @@ export class Daemon {
       }
     });
     tailer.on('reset', (e) => sessions.resetSession(e.file, e.sessionId, e.reason));
-    tailer.on('removed', (e) => sessions.removeSession(e.sessionId));
+    tailer.on('removed', (e) => {
+      // A session fed over the socket lives on without its transcript.
+      if (!sessions.get(e.sessionId)?.fed) sessions.removeSession(e.sessionId);
+    });
     // The tailer logs its own errors and skipped lines (once, rate-limited per file): no second line here.
     tailer.on('error', () => undefined);
   }
@@ -327,28 +331,4 @@ export class Daemon {
       }),
     };
   }
-}
-
-export interface DaemonStatus {
-  server: { name: string; version: string };
-  pid: number;
-  uptimeSeconds: number;
-  socket: string;
-  watch: string[];
-  reserveRatio: number;
-  softWatermark: number;
-  sessions: {
-    sessionId: string;
-    file: string;
-    format: string;
-    tokens: number;
-    total: number;
-    headroom: number;
-    sections: number;
-    reportedTokens: number | null;
-    lastActivityAt: number;
-    openPlans: number;
-    lastEdit: { reason: string; at: number; planId: string } | null;
-    subscribers: number;
-  }[];
 }

@@ -1,29 +1,8 @@
-import { defineHandler, METHODS, PARAMS_SCHEMAS, type Handler } from '../ipc/index.js';
+import { defineHandler, METHODS, PARAMS_SCHEMAS, RpcError, RpcErrorCode, type Handler } from '../ipc/index.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import type { Archive } from '../store/index.js';
-import type { SessionManager } from './sessions.js';
-import type { WarmService } from './warm-service.js';
-import type { LiveSession } from './live-session.js';
-import type { DaemonStatus } from './daemon.js';
-
-/** What the socket handlers may ask of the daemon. */
-export interface DaemonApi {
-  sessions(): SessionManager;
-  warm(): WarmService;
-  archive(): Archive;
-  /** Subscribe a connection to a session; the current plan (or a fresh one) follows at once. */
-  subscribe(connectionId: string, session: LiveSession): void;
-  /** Harvest a finished session (tracked: shutdown waits for it). */
-  harvest(session: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId: string): Promise<{ harvested: number }>;
-  /** Sessions a connection subscribed to. */
-  subscribedSessions(connectionId: string): readonly string[];
-  status(): DaemonStatus;
-  /**
-   * Whether the socket is shared with a group (`socketGroup`): then a connection sees only the
-   * sessions it subscribed to (by transcript path, or by an id it already sees).
-   */
-  readonly isolated: boolean;
-}
+import { normalizeOpenAIMessages } from '../ingest/index.js';
+import { zoneOf } from './lifecycle.js';
+import type { DaemonApi } from './api.js';
 
 /**
  * The JSON-RPC method table of design §6, each validated by its params schema. `initialize`
@@ -106,11 +85,39 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
       return result;
     }),
 
+    [METHODS.sync]: defineHandler(PARAMS_SCHEMAS[METHODS.sync], (p, ctx) => {
+      let messages;
+      try {
+        messages = normalizeOpenAIMessages(p.messages);
+      } catch (err) {
+        if (err instanceof RangeError) throw new RpcError(RpcErrorCode.INVALID_PARAMS, `invalid params for session.sync: ${err.message}`);
+        throw err;
+      }
+      const sessions = api.sessions();
+      // On a shared socket, an existing session is fed only by a connection that already sees it.
+      if (sessions.get(p.sessionId)) assertVisible(p.sessionId, ctx.connectionId);
+      const { session, rebuilt } = sessions.feed(p.sessionId, messages, p.budgetTokens);
+      api.subscribe(ctx.connectionId, session);
+      for (const id of api.warm().bootstrappedBy(ctx.connectionId)) session.bootstrappedTemplates.add(id);
+      const headroom = session.model.headroom();
+      const watermarks = sessions.watermarks();
+      return { sessionId: session.sessionId, headroom, zone: zoneOf(headroom, watermarks), watermarks, rebuilt, messages: messages.length };
+    }),
+
     [METHODS.status]: defineHandler(PARAMS_SCHEMAS[METHODS.status], (_p, ctx) => {
       const status = api.status();
       if (!api.isolated) return status;
       const mine = new Set(api.subscribedSessions(ctx.connectionId));
       return { ...status, sessions: status.sessions.filter((s) => mine.has(s.sessionId)), watch: [] };
+    }),
+
+
+    [METHODS.search]: defineHandler(PARAMS_SCHEMAS[METHODS.search], (p, ctx) => {
+      if (p.sessionId !== undefined) assertVisible(p.sessionId, ctx.connectionId);
+      const hits = api.archive().search(p.query, { sessionId: p.sessionId, limit: p.limit });
+      if (!api.isolated) return { hits };
+      const mine = new Set(api.subscribedSessions(ctx.connectionId));
+      return { hits: hits.filter((h) => mine.has(h.sessionId)) };
     }),
   };
 }

@@ -32,6 +32,7 @@ export class WarmService {
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
     // The whole history as decoded by the tailer (compacted-away originals included, the
     // agent's own compactions ignored): harvest wants the originals, and needs no re-read.
+    // A session fed over the socket has the messages the agent sent.
     const { messages, meta } = s.history.snapshot(s.sessionId);
     this.log.debug({ sessionId: s.sessionId, messages: messages.length, outcome }, 'harvest started');
     const result = await harvestSession(

@@ -10,7 +10,7 @@
 import { lintSource } from '@secretlint/core';
 import { creator as recommendPreset } from '@secretlint/secretlint-rule-preset-recommend';
 import { SECRET_RULES } from './redact-rules.js';
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 
 export interface RedactionFinding {
   readonly rule: string;

@@ -10,7 +10,8 @@
 import { createReadStream } from 'node:fs';
 import { LineFramer } from '../util/framer.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import type { LineCounts, TranscriptAdapter, TranscriptEvent, TranscriptFormat } from './types.js';
+import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js';
+import type { TranscriptEvent } from '../model/messages.js';
 import { createAdapter, detectFormat } from './detect.js';
 import { sessionIdFor } from './session-id.js';
 

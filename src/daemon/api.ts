@@ -1,0 +1,53 @@
+/**
+ * What the socket handlers may ask of the daemon, and the status it reports. Kept apart
+ * from daemon.ts (which implements it) and handlers.ts (which uses it) so neither imports
+ * the other.
+ */
+import type { Archive } from '../store/index.js';
+import type { SessionManager } from './sessions.js';
+import type { WarmService } from './warm-service.js';
+import type { LiveSession } from './live-session.js';
+
+/** What the socket handlers may ask of the daemon. */
+export interface DaemonApi {
+  sessions(): SessionManager;
+  warm(): WarmService;
+  archive(): Archive;
+  /** Subscribe a connection to a session; the current plan (or a fresh one) follows at once. */
+  subscribe(connectionId: string, session: LiveSession): void;
+  /** Harvest a finished session (tracked: shutdown waits for it). */
+  harvest(session: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId: string): Promise<{ harvested: number }>;
+  /** Sessions a connection subscribed to. */
+  subscribedSessions(connectionId: string): readonly string[];
+  status(): DaemonStatus;
+  /**
+   * Whether the socket is shared with a group (`socketGroup`): then a connection sees only the
+   * sessions it subscribed to (by transcript path, or by an id it already sees).
+   */
+  readonly isolated: boolean;
+}
+
+/** `daemon.status` result as the daemon builds it. */
+export interface DaemonStatus {
+  server: { name: string; version: string };
+  pid: number;
+  uptimeSeconds: number;
+  socket: string;
+  watch: string[];
+  reserveRatio: number;
+  softWatermark: number;
+  sessions: {
+    sessionId: string;
+    file: string;
+    format: string;
+    tokens: number;
+    total: number;
+    headroom: number;
+    sections: number;
+    reportedTokens: number | null;
+    lastActivityAt: number;
+    openPlans: number;
+    lastEdit: { reason: string; at: number; planId: string } | null;
+    subscribers: number;
+  }[];
+}
