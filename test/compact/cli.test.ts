@@ -26,7 +26,8 @@ afterEach(() => {
 async function run(...args: string[]): Promise<void> {
   const program = new Command('contextd').exitOverride();
   registerCompact(program);
-  await program.parseAsync(['node', 'contextd', 'compact', ...args]);
+  // originals are archived: into this test's own state dir, never the user's
+  await program.parseAsync(['node', 'contextd', 'compact', ...args, '--state', path.join(dir, 'state')]);
 }
 
 /** A hermes-style openai-chat transcript. */
@@ -98,10 +99,13 @@ describe('contextd compact', () => {
   it('compacts a real Claude Code transcript from the corpus', async () => {
     const file = path.join(CORPUS_DIR, 'claude-code__iansherr_claude-code-log__agent-a4ca7529859c158c2.jsonl');
     expect(fs.existsSync(file)).toBe(true);
-    await run(file, '--budget', '8000', '--reserve', '0', '--json', '--strategy', 'mask');
-    const doc = JSON.parse(out.join('')) as { format: string; tokensAfter: number; tokensBefore: number };
+    // Claude reports ~48k tokens for this session where the transcript shows ~17k: the budget
+    // counts the reported size (as inspect does)
+    await run(file, '--budget', '30000', '--reserve', '0', '--json', '--strategy', 'mask');
+    const doc = JSON.parse(out.join('')) as { format: string; tokensAfter: number; tokensBefore: number; countedTokensBefore: number };
     expect(doc.format).toBe('claude-code');
-    expect(doc.tokensAfter).toBeLessThanOrEqual(8000);
-    expect(doc.tokensBefore).toBeGreaterThan(8000);
+    expect(doc.tokensAfter).toBeLessThanOrEqual(30000);
+    expect(doc.tokensBefore).toBeGreaterThan(30000);
+    expect(doc.countedTokensBefore).toBeLessThan(30000);
   });
 });

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { errorSignature } from '../../src/text/index.js';
 import {
   classifySession,
   commandHead,
-  errorSignature,
   extractSession,
   findRecoveries,
   loadTranscript,
