@@ -256,8 +256,8 @@ export class Daemon {
         (r) => {
           this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
           // Free its model unless a client still follows it: the file stays watched and is read
-          // again from 0 if the session resumes.
-          if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && this.tailer?.release(s.file)) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
+          // again from 0 if the session resumes (a session fed over the socket is fed again).
+          if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
         },
         (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
       );

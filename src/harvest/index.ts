@@ -26,7 +26,7 @@ export {
 } from './files.js';
 export { extractSession, sessionFingerprint, systemDigest, type Extraction, type ExtractionLimits } from './extract.js';
 export { findRecoveries, type Recovery, type RecoveryOptions } from './recovery.js';
-export { pairToolCalls, salientArg, commandHead, commandOf, toolKind, errorSignature, type ToolExchange, type ToolKind } from './toolcalls.js';
+export { pairToolCalls, salientArg, commandHead, commandOf, toolKind, type ToolExchange, type ToolKind } from './toolcalls.js';
 export { extractMarkers, classifySession, repoName, type Marker, type MarkerKind } from './markers.js';
 export { userPatternCandidates, extractKnowledge, userRequests } from './patterns.js';
 export { scoreSession, jaccard, VALUE_WEIGHTS, OUTCOME_FACTOR, type ValueInput } from './value.js';

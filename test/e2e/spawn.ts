@@ -4,7 +4,6 @@ import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 
 export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
-export const CORPUS = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
 
 export interface LogLine {
   level: string;
