@@ -3,7 +3,10 @@ import { Daemon } from '../daemon/daemon.js';
 import { loadConfigFile, resolveDaemonOptions, type ConfigFile } from '../daemon/config.js';
 import { installSignalHandlers } from '../daemon/signals.js';
 import { createLogger } from '../util/logger.js';
-import { describeError } from '../util/errors.js';
+import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import { checkSocketPathLength } from '../ipc/paths.js';
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parsePositiveInt, parseRatio } from './output.js';
 
 interface DaemonFlags {
@@ -34,9 +37,20 @@ export function optionsFrom(flags: DaemonFlags, env: Readonly<Record<string, str
   return resolveDaemonOptions(file, overrides, env);
 }
 
+/**
+ * Check the socket path before anything starts: too long for `sun_path` (exit 2), or in a
+ * folder that does not exist (listen would only say EACCES or ENOENT).
+ */
+export function checkSocketPlace(socket: string): void {
+  checkSocketPathLength(socket);
+  const dir = dirname(socket);
+  if (!existsSync(dir)) throw new ContextdError(ErrorCode.USAGE, `socket folder ${dir} does not exist: create it, or pass --socket in an existing folder`, { socket });
+}
+
 /** Run the daemon in the foreground until SIGTERM/SIGINT. */
 export async function runDaemon(flags: DaemonFlags): Promise<void> {
   const options = optionsFrom(flags);
+  checkSocketPlace(options.socketPath);
   const journald = process.env['JOURNAL_STREAM'] !== undefined;
   const logger = createLogger({ level: options.logLevel, journald });
   const daemon = new Daemon(options, { logger });

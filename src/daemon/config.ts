@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { closestName } from '../util/suggest.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { TRANSCRIPT_FORMATS } from '../ingest/types.js';
 import { defaultSocketPath, defaultStateDir, defaultWatchDirs } from './paths.js';
@@ -105,6 +106,14 @@ function formatIssues(error: z.ZodError, origin: string): string {
   return error.issues
     .map((i) => {
       const field = i.path.length > 0 ? i.path.join('.') : '(root)';
+      if (i.code === 'unrecognized_keys' && i.path.length === 0) {
+        return i.keys
+          .map((k) => {
+            const hint = closestName(k, Object.keys(configFileSchema.shape));
+            return `${origin}: unknown field "${k}"${hint !== undefined ? ` (did you mean "${hint}"?)` : ''}`;
+          })
+          .join('; ');
+      }
       return `${origin}: field "${field}": ${i.message}`;
     })
     .join('; ');

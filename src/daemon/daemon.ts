@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
@@ -134,6 +135,9 @@ export class Daemon {
     await this.server.listen();
     if (this.stopping) return;
 
+    for (const p of o.watch) {
+      if (!existsSync(p)) this.log.warn({ path: resolve(p) }, 'watch path does not exist (yet): it is watched for and read once it appears');
+    }
     this.tailer = new Tailer({
       paths: o.watch.map((p) => resolve(p)),
       maxLineBytes: o.maxLineBytes,
