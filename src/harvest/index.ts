@@ -19,6 +19,7 @@ export {
   loadTranscript,
   listTranscriptFiles,
   sessionFromEvents,
+  SessionHistory,
   type LoadedSession,
   type HarvestProgress,
   type HarvestFilesSummary,
@@ -29,5 +30,5 @@ export { pairToolCalls, salientArg, commandHead, commandOf, toolKind, type ToolE
 export { extractMarkers, classifySession, repoName, type Marker, type MarkerKind } from './markers.js';
 export { userPatternCandidates, extractKnowledge, userRequests } from './patterns.js';
 export { scoreSession, jaccard, VALUE_WEIGHTS, OUTCOME_FACTOR, type ValueInput } from './value.js';
-export { redact, redactAll, redactSync, redactionMarker, type Redacted, type RedactionFinding } from './redact.js';
+export { redact, redactAll, redactMessages, redactSync, redactionMarker, type Redacted, type RedactionFinding } from './redact.js';
 export { SECRET_RULES, shannonEntropy, looksRandom, type SecretRule } from './redact-rules.js';

@@ -179,9 +179,13 @@ function errorTextOf(text: string): string {
 export function errorSignature(text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
   const lines = errorTextOf(text).split('\n').map((l) => l.trim()).filter((l) => l.length > 0).slice(0, 60);
-  const line = lines.find((l) => FAILURE_WORDS_RE.test(l));
-  if (line === undefined) return undefined;
-  const sig = normalizeSignature(line);
-  const words = (sig.replace(/<(?:s|path|hex)>/g, ' ').match(/[a-z]{3,}/g) ?? []).filter((w) => !GENERIC_WORDS.has(w));
-  return words.length >= 2 ? sig : undefined;
+  // The first error line that says something: Claude Code puts a bare `Exit code 1` first,
+  // the assertion or exception that names the problem comes after it.
+  for (const line of lines) {
+    if (!FAILURE_WORDS_RE.test(line)) continue;
+    const sig = normalizeSignature(line);
+    const words = (sig.replace(/<(?:s|path|hex)>/g, ' ').match(/[a-z]{3,}/g) ?? []).filter((w) => !GENERIC_WORDS.has(w));
+    if (words.length >= 2) return sig;
+  }
+  return undefined;
 }
