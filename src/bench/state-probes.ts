@@ -60,12 +60,13 @@ export function stateProbeKept(p: StateProbe, hay: string, normalize: (s: string
 
 const HANDLE_RE = /\bh_[0-9a-f]{16}\b/g;
 const SUMMARY_RE = /\[contextd recall h_[0-9a-f]{16}\]|^\[CONTEXT COMPACTION\]/;
-/** Section ids as the model names them (`s54`), or prose pointing at one ("section s15"). */
-const INTERNAL_ID_RE = /\bs\d+\b|\bsections? s\d+/;
+/** Section ids as the model names them (`s54`), standing alone (not `/s3/` in a URL or `s3.ts`). */
+const INTERNAL_ID_RE = /(?<![\w/.#:-])s\d+\b(?![/.\w-])/;
+const URL_RE = /\bhttps?:\/\/\S+/g;
 
 /** Summaries (contextd's or the middle strategy's) in a compacted context that name an internal section id. */
 export function summariesNamingIds(messages: readonly OpenAIChatMessage[]): number {
-  return messages.filter((m) => SUMMARY_RE.test(m.content) && INTERNAL_ID_RE.test(m.content)).length;
+  return messages.filter((m) => SUMMARY_RE.test(m.content) && INTERNAL_ID_RE.test(m.content.replace(URL_RE, ' '))).length;
 }
 
 /** Every recall handle quoted in a compacted context, deduplicated. */

@@ -31,8 +31,9 @@ describe('state probes', () => {
       { role: 'assistant' as const, content: '[contextd recall h_0123456789abcdef] Same output as newer section s54.' },
       { role: 'assistant' as const, content: '[contextd recall h_fedcba9876543210] Compacted tool-call (low-score).' },
       { role: 'user' as const, content: 'see s54 please' },
+      { role: 'assistant' as const, content: '[contextd recall h_00000000000000aa] Refs: https://survey.example.com/s3/76/x; read assets/s3/a.ts' },
     ];
     expect(summariesNamingIds(ctx)).toBe(1);
-    expect(quotedHandles(ctx)).toEqual(['h_0123456789abcdef', 'h_fedcba9876543210']);
+    expect(quotedHandles(ctx)).toEqual(['h_0123456789abcdef', 'h_fedcba9876543210', 'h_00000000000000aa']);
   });
 });
