@@ -10,7 +10,9 @@
  *    the edit changed identifiers, at least one of them (`editGists`);
  *  - verdict: the last verdict line (`Tests 245 passed (245)`, `3 failed, 10 passed`) of any
  *    tool result;
- *  - error: the last failed tool result's assertion, else its most specific error line.
+ *  - error: the last failed tool result's assertion, else its most specific error line, when
+ *    that line appears verbatim in the result as the agent saw it (not clipped, not only inside
+ *    JSON-escaped text), so that the uncompacted context always holds it.
  */
 import type { Message } from '../model/messages.js';
 import { editGists, toolOutcome, type OpenAIChatMessage } from '../compact/index.js';
@@ -46,7 +48,7 @@ export function stateProbes(messages: readonly Message[]): StateProbe[] {
     if (v) verdict = { kind: 'verdict', text: v, all: [v], anyOf: [] };
     const o = toolOutcome(m);
     const said = o.failed ? (o.assertions[0] ?? o.error) : undefined;
-    if (said && said.length >= 8) error = { kind: 'error', text: said, all: [said], anyOf: [] };
+    if (said && said.length >= 8 && m.text.includes(said)) error = { kind: 'error', text: said, all: [said], anyOf: [] };
   }
   for (const p of [edit, verdict, error]) if (p) out.push(p);
   return out;
