@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { AGENTS, type AgentName } from '../integrations/answer.js';
 import { shellQuote } from '../integrations/hook-settings.js';
 import { defaultSettingsPath, installHooks, uninstallHooks } from '../integrations/install.js';
+import { resolveStateDir } from '../store/paths.js';
 import { printJson, printLine, usageError } from './output.js';
 
 interface InstallFlags {
@@ -45,7 +46,7 @@ export function registerInstall(program: Command): void {
     .option('--json', 'print one JSON document')
     .action((agent: AgentName, flags: InstallFlags) => {
       const settings = resolve(flags.settings ?? defaultSettingsPath(agent));
-      const r = installHooks(agent, settings, hookCommand(agent, flags));
+      const r = installHooks(agent, settings, hookCommand(agent, flags), resolveStateDir(flags.state));
       if (flags.json) printJson(r);
       else printLine(`installed contextd hooks (${r.events.join(', ')}) in ${r.settings}`);
     });
