@@ -48,12 +48,16 @@ export function codexForkLines(layout: ForkLayout, newId: string, sourceLines: r
   const at = now.toISOString();
   const meta = sourceLines.find((l) => l['type'] === 'session_meta');
   const turn = [...sourceLines].reverse().find((l) => l['type'] === 'turn_context');
-  const metaPayload = { ...((meta?.['payload'] as Json | undefined) ?? {}), id: newId, session_id: newId, timestamp: at, forked_from_id: layout.sourceSessionId };
+  const source = (meta?.['payload'] as Json | undefined) ?? {};
+  // forked_from_id must be a thread id (a UUID): Codex refuses the rollout otherwise.
+  const from = typeof source['id'] === 'string' ? { forked_from_id: source['id'] } : {};
+  const metaPayload = { ...source, id: newId, session_id: newId, timestamp: at, ...from };
   const lines: Json[] = [{ timestamp: at, type: 'session_meta', payload: metaPayload }];
   if (turn) lines.push({ timestamp: at, type: 'turn_context', payload: turn['payload'] });
   for (const e of layout.entries) {
     const payloads = e.kind === 'summary' ? [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: e.edit.summary.content }] }] : items(e.message);
     for (const p of payloads) lines.push({ timestamp: at, type: 'response_item', payload: p });
   }
-  return lines.map((l) => JSON.stringify(l));
+  // 0.169 numbers every line (`ordinal`) and refuses a rollout whose first line lacks it.
+  return lines.map((l, ordinal) => JSON.stringify({ timestamp: l['timestamp'], ordinal, type: l['type'], payload: l['payload'] }));
 }
