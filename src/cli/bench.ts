@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { printJson, usageError } from './output.js';
 import { peakRssMiB } from '../bench/harness.js';
 
-const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'all'] as const;
+const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'hooks', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** The corpus beside the repository (../shared/corpus), or --corpus. */
@@ -34,6 +34,10 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promi
     case 'retention': {
       const { benchRetention } = await import('../bench/retention.js');
       return benchRetention({ corpusDir });
+    }
+    case 'hooks': {
+      const { benchHooks } = await import('../bench/hooks.js');
+      return benchHooks();
     }
     case 'warm': {
       const { benchWarm } = await import('../bench/warm.js');

@@ -3,7 +3,6 @@
  * shape (`{"hookSpecificOutput":{"hookEventName","additionalContext"}}`) for the events that can
  * add context; other events get no output.
  */
-import { sessionIdForFile } from '../ingest/decoder.js';
 import type { HookEvent } from './hook-event.js';
 import { bootstrapContext, compactionRecovery, endSession, recordCompaction, type HookDeps } from './hooks.js';
 
@@ -20,8 +19,10 @@ function withContext(eventName: string, text: string | undefined): HookAnswer | 
 }
 
 /** The session id the daemon gives this agent's transcript (its file name). */
-function daemonSessionId(event: HookEvent): string {
-  return event.transcriptPath ? sessionIdForFile(event.transcriptPath) : event.sessionId;
+async function daemonSessionId(event: HookEvent): Promise<string> {
+  if (!event.transcriptPath) return event.sessionId;
+  const { sessionIdForFile } = await import('../ingest/decoder.js');
+  return sessionIdForFile(event.transcriptPath);
 }
 
 /** Answer one hook event; undefined means "print nothing". */
@@ -43,7 +44,7 @@ export async function answerHook(event: HookEvent, deps: HookDeps): Promise<Hook
       await recordCompaction(event, deps);
       return undefined;
     case 'SessionEnd':
-      await endSession(event, daemonSessionId(event), deps);
+      await endSession(event, await daemonSessionId(event), deps);
       return undefined;
     default:
       deps.note('hook event not handled', { event: event.hookEventName });

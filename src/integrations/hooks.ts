@@ -6,11 +6,16 @@
  * opens a socket or a database itself.
  */
 import { readFileSync, existsSync } from 'node:fs';
-import { readTranscriptFile } from '../ingest/decoder.js';
+import type { TranscriptFile } from '../ingest/decoder.js';
 import type { Message } from '../model/messages.js';
-import { handleFor } from '../compact/planner.js';
 import type { HookEvent } from './hook-event.js';
-import { lostFacts } from './lost-facts.js';
+
+// The transcript reader and the planner pull in tiktoken and the adapters: loaded only on the
+// paths that read a transcript, so a first-prompt hook starts as fast as Node does.
+async function readTranscript(path: string): Promise<TranscriptFile> {
+  const { readTranscriptFile } = await import('../ingest/decoder.js');
+  return readTranscriptFile(path);
+}
 
 /** A warm bootstrap, as `warm.bootstrap` returns it. */
 export interface BootstrapAnswer {
@@ -94,7 +99,7 @@ export interface CompactionSplit {
  * messages are "before" and the summary is empty.
  */
 export async function splitAtCompaction(transcriptPath: string): Promise<CompactionSplit> {
-  const file = await readTranscriptFile(transcriptPath);
+  const file = await readTranscript(transcriptPath);
   let before: Message[] = [];
   let current: Message[] = [];
   let compacted = false;
@@ -114,8 +119,9 @@ export async function splitAtCompaction(transcriptPath: string): Promise<Compact
 }
 
 /** The re-injection text for `before` checked against `summary`; archives the originals. */
-function recoveryText(sessionId: string, before: readonly Message[], summary: string, deps: HookDeps): string | undefined {
+async function recoveryText(sessionId: string, before: readonly Message[], summary: string, deps: HookDeps): Promise<string | undefined> {
   if (before.length === 0) return undefined;
+  const [{ lostFacts }, { handleFor }] = await Promise.all([import('./lost-facts.js'), import('../compact/planner.js')]);
   const lost = lostFacts(before, summary);
   if (lost.lines.length === 0) return undefined;
   const handle = handleFor(sessionId, before);
@@ -136,7 +142,7 @@ export async function recordCompaction(event: HookEvent, deps: HookDeps): Promis
   if (!event.transcriptPath || event.compactSummary === undefined) return;
   const split = await splitAtCompaction(event.transcriptPath);
   // The boundary of this compaction is not written yet: the live context is all since the last one.
-  const text = recoveryText(event.sessionId, split.live, event.compactSummary, deps);
+  const text = await recoveryText(event.sessionId, split.live, event.compactSummary, deps);
   if (text) deps.stash(event.sessionId, text);
 }
 
@@ -154,13 +160,13 @@ export async function compactionRecovery(event: HookEvent, deps: HookDeps): Prom
     deps.note('no compaction summary: neither a PostCompact hook nor a boundary in the transcript', { transcript: event.transcriptPath });
     return undefined;
   }
-  return recoveryText(event.sessionId, split.before, split.summary, deps);
+  return await recoveryText(event.sessionId, split.before, split.summary, deps);
 }
 
 /** success when the last turn ended after a passing tool result, failure when the last tool result failed. */
 export async function sessionOutcome(transcriptPath: string | undefined): Promise<'success' | 'failure' | 'unknown'> {
   if (!transcriptPath || !existsSync(transcriptPath)) return 'unknown';
-  const file = await readTranscriptFile(transcriptPath);
+  const file = await readTranscript(transcriptPath);
   let lastTool: Message | undefined;
   let endedTurn = false;
   for (const e of file.events) {
