@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
+import { matchText } from './fts.js';
 
 /**
  * One archived original message. The store keeps it as JSON and reads back only what it
@@ -24,6 +25,32 @@ export interface ArchivedEdit {
   readonly messages: readonly ArchivedMessage[];
   readonly tokens: number;
   readonly createdAt: number;
+  /** Secrets replaced by `[REDACTED:<rule>]` markers before storing, counted per rule. */
+  readonly redactions?: readonly RedactionCount[] | undefined;
+}
+
+/** How many findings of one redaction rule were replaced. */
+export interface RedactionCount {
+  readonly rule: string;
+  readonly count: number;
+}
+
+/** One `archive.search` hit: an archived edit and how well it matched (higher is better). */
+export interface ArchiveHit {
+  readonly handle: string;
+  readonly sessionId: string;
+  /** Negated FTS5 BM25: positive, higher is a better match. Comparable within one query only. */
+  readonly score: number;
+  readonly reason: string;
+  readonly messages: readonly ArchivedMessage[];
+}
+
+/** Options of `Archive.search`. */
+export interface ArchiveSearchOptions {
+  /** Only this session's archive. */
+  readonly sessionId?: string | undefined;
+  /** Most hits returned (default 5). */
+  readonly limit?: number | undefined;
 }
 
 interface Row {
@@ -36,6 +63,7 @@ interface Row {
   messages: string;
   tokens: number;
   created_at: number;
+  redactions: string;
 }
 
 /** Lossless archive of compacted originals, keyed by the handle quoted in each summary. */
@@ -43,13 +71,23 @@ export class Archive {
   private readonly insert;
   private readonly byHandle;
   private readonly relink;
+  private readonly searchAll;
+  private readonly searchSession;
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
-      `INSERT INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at)
-       VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt)`,
+      `INSERT INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at, redactions)
+       VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt, @redactions)`,
     );
     this.byHandle = db.prepare(`SELECT * FROM archive WHERE handle = ?`);
+    this.searchAll = db.prepare(
+      `SELECT a.*, bm25(archive_fts) AS bm25 FROM archive_fts f JOIN archive a ON a.handle = f.handle
+       WHERE archive_fts MATCH @match ORDER BY bm25 LIMIT @limit`,
+    );
+    this.searchSession = db.prepare(
+      `SELECT a.*, bm25(archive_fts) AS bm25 FROM archive_fts f JOIN archive a ON a.handle = f.handle
+       WHERE archive_fts MATCH @match AND f.session_id = @sessionId ORDER BY bm25 LIMIT @limit`,
+    );
     this.relink = db.prepare(`UPDATE archive SET plan_id = @planId, edit_id = @editId, reason = @reason, created_at = @createdAt WHERE handle = @handle`);
   }
 
@@ -74,6 +112,7 @@ export class Archive {
             messages: JSON.stringify(e.messages),
             tokens: e.tokens,
             createdAt: e.createdAt,
+            redactions: JSON.stringify(e.redactions ?? []),
           });
         }
       })();
@@ -84,18 +123,28 @@ export class Archive {
 
   get(handle: string): ArchivedEdit | undefined {
     const r = this.byHandle.get(handle) as Row | undefined;
-    if (!r) return undefined;
-    return {
-      handle: r.handle,
-      sessionId: r.session_id,
-      planId: r.plan_id ?? undefined,
-      editId: r.edit_id ?? undefined,
-      reason: r.reason,
-      sectionIds: JSON.parse(r.section_ids) as string[],
-      messages: JSON.parse(r.messages) as ArchivedMessage[],
-      tokens: r.tokens,
-      createdAt: r.created_at,
-    };
+    return r ? fromRow(r) : undefined;
+  }
+
+  /**
+   * Archived edits whose originals match `query` (free text: words are OR-ed, punctuation is
+   * ignored), best BM25 match first. A query with no letters or digits finds nothing.
+   */
+  search(query: string, options: ArchiveSearchOptions = {}): ArchiveHit[] {
+    const match = matchText(query);
+    if (match === undefined) return [];
+    const limit = options.limit ?? 5;
+    let rows: (Row & { bm25: number })[];
+    try {
+      rows = (
+        options.sessionId !== undefined
+          ? this.searchSession.all({ match, sessionId: options.sessionId, limit })
+          : this.searchAll.all({ match, limit })
+      ) as (Row & { bm25: number })[];
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot search the archive');
+    }
+    return rows.map((r) => ({ handle: r.handle, sessionId: r.session_id, score: -r.bm25, reason: r.reason, messages: JSON.parse(r.messages) as ArchivedMessage[] }));
   }
 
   count(sessionId?: string): number {
@@ -104,4 +153,19 @@ export class Archive {
       : (this.db.prepare(`SELECT COUNT(*) AS n FROM archive`).get() as { n: number });
     return row.n;
   }
+}
+
+function fromRow(r: Row): ArchivedEdit {
+  return {
+    handle: r.handle,
+    sessionId: r.session_id,
+    planId: r.plan_id ?? undefined,
+    editId: r.edit_id ?? undefined,
+    reason: r.reason,
+    sectionIds: JSON.parse(r.section_ids) as string[],
+    messages: JSON.parse(r.messages) as ArchivedMessage[],
+    tokens: r.tokens,
+    createdAt: r.created_at,
+    redactions: JSON.parse(r.redactions) as RedactionCount[],
+  };
 }
