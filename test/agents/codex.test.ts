@@ -4,10 +4,8 @@
  * format-drift alarm for Codex rollouts and the proof that hooks and fork reach its requests.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { readTranscriptFile } from '../../src/ingest/decoder.js';
-import { ContextdClient } from '../../src/ipc/client.js';
 import { spawnDaemon } from '../e2e/spawn.js';
-import { lines, makeSandbox, runCodex, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
+import { daemonTokens, lines, makeSandbox, parsedTools, runCodex, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
 import { codingTask, startModelServer, textOf, type ModelServer } from './model-server/index.js';
 
 const TIMEOUT = 240_000;
@@ -53,31 +51,19 @@ describe('Codex CLI 0.169.0 against the scripted model server', () => {
       expect(calls.length).toBe(6);
       expect(new Set(outputs)).toEqual(new Set(calls));
 
-      const t = await readTranscriptFile(file!);
-      const msgs = t.events.flatMap((e) => (e.type === 'message' ? [e.message] : []));
-      expect(msgs.flatMap((m) => m.toolCalls ?? []).map((c) => c.id)).toEqual(calls);
-      expect(msgs.filter((m) => m.role === 'tool').map((m) => m.toolCallId)).toEqual(outputs);
-      const unknownTypes = new Set(t.events.flatMap((e) => (e.type === 'unknown' ? [e.lineType] : [])));
-      expect([...unknownTypes].filter((x) => !NON_MESSAGE_TYPES.has(x))).toEqual([]);
+      const parsed = await parsedTools(file!);
+      expect(parsed.callIds).toEqual(calls);
+      expect(parsed.resultIds).toEqual(outputs);
+      expect([...parsed.unknownTypes].filter((x) => !NON_MESSAGE_TYPES.has(x))).toEqual([]);
 
       const track = await tokenTracking(file!);
       console.log(`codex token tracking: ${track.reports} reports, errors ${track.errors.map((e) => (e * 100).toFixed(1) + '%').join(' ')}`);
       expect(track.reports).toBeGreaterThanOrEqual(6);
       expect(track.maxError).toBeLessThan(0.1);
       const sessionId = file!.split('/').pop()!.replace(/\.jsonl$/, '');
-      const client = new ContextdClient({ socketPath: sb.socket, clientInfo: { name: 'agents-test', version: '1' }, reconnect: false });
-      await client.connect();
-      try {
-        let tokens = 0;
-        for (let i = 0; i < 100 && tokens < track.lastReported * 0.5; i++) {
-          tokens = (await client.request('session.headroom', { sessionId }).catch(() => undefined))?.tokens ?? 0;
-          if (tokens < track.lastReported * 0.5) await new Promise((res) => setTimeout(res, 200));
-        }
-        console.log(`codex daemon tokens ${tokens} vs last reported ${track.lastReported}`);
-        expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);
-      } finally {
-        await client.close();
-      }
+      const tokens = await daemonTokens(sb.socket, sessionId, track.lastReported);
+      console.log(`codex daemon tokens ${tokens} vs last reported ${track.lastReported}`);
+      expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);
     },
     TIMEOUT,
   );

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readTranscriptFile } from '../../src/ingest/decoder.js';
+import { ContextdClient } from '../../src/ipc/client.js';
 import { SessionModel } from '../../src/model/session.js';
 import { codingWorkspaceFiles, type ModelServer } from './model-server/index.js';
 
@@ -155,4 +156,31 @@ export async function tokenTracking(file: string): Promise<TokenTracking> {
     model.apply(e);
   }
   return { reports, errors, maxError: Math.max(0, ...errors), finalEstimate: model.calibration().estimatedTokens, lastReported };
+}
+
+/** What contextd's adapter made of a transcript: tool call ids, result ids, unknown line types. */
+export async function parsedTools(file: string): Promise<{ callIds: string[]; resultIds: (string | undefined)[]; unknownTypes: Set<string> }> {
+  const t = await readTranscriptFile(file);
+  const msgs = t.events.flatMap((e) => (e.type === 'message' ? [e.message] : []));
+  return {
+    callIds: msgs.flatMap((m) => m.toolCalls ?? []).map((c) => c.id),
+    resultIds: msgs.filter((m) => m.role === 'tool').map((m) => m.toolCallId),
+    unknownTypes: new Set(t.events.flatMap((e) => (e.type === 'unknown' ? [e.lineType] : []))),
+  };
+}
+
+/** The daemon's token count for a session, once it has read at least half of `reported`. */
+export async function daemonTokens(socketPath: string, sessionId: string, reported: number): Promise<number> {
+  const client = new ContextdClient({ socketPath, clientInfo: { name: 'agents-test', version: '1' }, reconnect: false });
+  await client.connect();
+  try {
+    for (let i = 0; i < 100; i++) {
+      const h = await client.request('session.headroom', { sessionId }).catch(() => undefined);
+      if (h && h.tokens >= reported * 0.5) return h.tokens;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`the daemon never reported session ${sessionId}`);
+  } finally {
+    await client.close();
+  }
 }
