@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { printJson, usageError } from './output.js';
 import { peakRssMiB } from '../bench/harness.js';
 
-const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'load', 'all'] as const;
+const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'load', 'hooks', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** Scenarios that read a folder of real transcripts (latency generates its own load). */
@@ -60,6 +60,10 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
     case 'retention': {
       const { benchRetention } = await import('../bench/retention.js');
       return benchRetention({ corpusDir });
+    }
+    case 'hooks': {
+      const { benchHooks } = await import('../bench/hooks.js');
+      return benchHooks();
     }
     case 'warm': {
       const { benchWarm } = await import('../bench/warm.js');
