@@ -7,6 +7,7 @@ import { applyPlan, planCompaction, type Plan, type PlanMode, type Summarizer } 
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import type { ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, headroomLogReason, zoneOf, type Zone } from './live-session.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
@@ -79,6 +80,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const rebuild = options.budgetTokens !== this.options.budgetTokens || options.reserveRatio !== this.options.reserveRatio;
     this.options = options;
     for (const s of this.sessions.values()) {
+      if (s.source === 'proxy') continue; // the proxy owns that model
       if (rebuild) {
         const fresh = this.newModel(s.sessionId);
         fresh.applyAll(this.replayable(s));
@@ -129,6 +131,35 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return s;
   }
 
+  /**
+   * A conversation whose model the proxy keeps: listed, headroom-logged and readable like a
+   * tailed session, but planned for by the proxy (which applies its plans itself).
+   */
+  attachProxied(sessionId: string, label: string, format: ProviderFormatName, model: SessionModel): LiveSession {
+    const s = new LiveSession(sessionId, label, format, model, this.now(), 'proxy');
+    this.sessions.set(sessionId, s);
+    this.log.info({ sessionId, file: label, format }, 'session opened');
+    return s;
+  }
+
+  /** The proxy modelled another request of a conversation (its model may have been rebuilt). */
+  proxiedChanged(sessionId: string, model: SessionModel, plan?: Plan): void {
+    const s = this.sessions.get(sessionId);
+    if (!s || s.source !== 'proxy') return;
+    s.model = model;
+    s.lastActivityAt = this.now();
+    s.ended = false;
+    if (plan) {
+      s.lastEdit = { reason: [...new Set(plan.edits.map((e) => e.reason))].join(','), at: this.now(), planId: plan.planId };
+      try {
+        this.deps.plans.record({ planId: plan.planId, sessionId, createdAt: plan.createdAt, status: 'applied', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
+      } catch (err) {
+        this.log.error({ sessionId, planId: plan.planId, err: describeError(err) }, 'proxy plan not stored; continuing');
+      }
+    }
+    this.afterChange(s, plan ? 'edit' : undefined);
+  }
+
   /** The transcript was truncated or replaced: drop the model; the tailer re-reads from 0. */
   resetSession(file: string, sessionId: string, reason: string): void {
     const s = this.sessions.get(sessionId);
@@ -154,6 +185,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Plan now, regardless of watermarks (session.compact). */
   async compactNow(sessionId: string, targetHeadroom: number | undefined, dryRun: boolean): Promise<Plan> {
     const s = this.require(sessionId);
+    if (s.source === 'proxy' && !dryRun) {
+      throw new ContextdError(ErrorCode.USAGE, `session "${sessionId}" is compacted by the proxy as its requests pass: only a dry run can be asked for`, { sessionId });
+    }
     const work = this.makePlan(s, 'manual', targetHeadroom, dryRun);
     this.inFlight.add(work);
     try {
@@ -255,6 +289,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** Past a watermark, plan in the mode its zone calls for. */
   private scheduleFor(s: LiveSession, zone: Zone): void {
+    if (s.source === 'proxy') return; // the proxy plans for its conversations itself
     if (zone !== 'ok') this.schedulePlan(s, zone === 'reserve' ? 'reserve' : 'soft');
   }
 

@@ -31,7 +31,8 @@ export class WarmService {
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
     // The whole transcript, compacted-away history included: harvest wants the originals.
-    const { messages } = await loadTranscript(s.file);
+    // A proxied conversation has no transcript: its model (summaries quoting their handles) stands in.
+    const messages = s.source === 'proxy' ? [...s.model.messages()] : (await loadTranscript(s.file)).messages;
     const meta = s.model.meta();
     const result = await harvestSession(
       { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },

@@ -8,7 +8,7 @@
  * provider's prompt cache keeps hitting. A new plan is made only when a request crosses the
  * reserve, and it plans down to reserve + hysteresis, so rewrites come in batches.
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { SUMMARY_ID_PREFIX } from '../model/index.js';

@@ -4,7 +4,7 @@
  * the edits a plan makes to them. Each provider format (formats/) parses and renders these.
  */
 import { createHash } from 'node:crypto';
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 
 export const PROVIDER_FORMATS = ['anthropic', 'openai-chat', 'openai-responses'] as const;
 export type ProviderFormatName = (typeof PROVIDER_FORMATS)[number];

@@ -2,7 +2,7 @@
  * What the proxy is handed by the daemon. Declared structurally so proxy/ depends on shapes,
  * not on store/ (the store's Archive satisfies ArchiveSink).
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 
 /** The originals one applied edit replaced, archived under the handle its summary quotes. */
 export interface ArchiveEntry {
@@ -21,5 +21,5 @@ export interface ArchiveSink {
   /** Store several entries atomically; throws when they cannot be stored. */
   putMany(entries: readonly ArchiveEntry[]): void;
   /** The archived originals of a handle (for the recall tool). */
-  get(handle: string): { readonly messages: readonly Message[] } | undefined;
+  get(handle: string): { readonly messages: readonly { readonly role: string; readonly text: string }[] } | undefined;
 }

@@ -8,7 +8,7 @@
  * Messages left empty by a plan go; neighbours of one role are merged (the API would merge
  * them anyway), so the result stays byte-identical for the same edits.
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import {
   IdChain,
   fingerprintOf,

@@ -7,7 +7,7 @@
  * message; an assistant message left with neither content nor calls goes. A summary becomes
  * the content of the message where the first replaced item was.
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import {
   IdChain,
   fingerprintOf,

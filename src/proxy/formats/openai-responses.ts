@@ -7,7 +7,7 @@
  * was. A reasoning item may not be sent without the item that followed it, so one whose
  * follower was dropped goes too.
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import {
   IdChain,
   fingerprintOf,
