@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { printJson, usageError } from './output.js';
 import { peakRssMiB } from '../bench/harness.js';
 
-const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'all'] as const;
+const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'proxy', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** The corpus beside the repository (../shared/corpus), or --corpus. */
@@ -30,6 +30,10 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promi
     case 'latency': {
       const { benchLatency } = await import('../bench/latency.js');
       return benchLatency();
+    }
+    case 'proxy': {
+      const { benchProxy } = await import('../bench/proxy.js');
+      return benchProxy();
     }
     case 'retention': {
       const { benchRetention } = await import('../bench/retention.js');
@@ -58,8 +62,8 @@ export function registerBench(program: Command): void {
     .action(async (scenario: string, flags: { corpus?: string }) => {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
       const corpusDir = flags.corpus ?? defaultCorpus();
-      if (!existsSync(corpusDir)) throw usageError(`corpus not found at ${corpusDir}: pass --corpus DIR`);
-      const list = scenario === 'all' ? (['ingest', 'retention', 'warm', 'latency'] as const) : [scenario as Exclude<Scenario, 'all'>];
+      if (scenario !== 'proxy' && !existsSync(corpusDir)) throw usageError(`corpus not found at ${corpusDir}: pass --corpus DIR`);
+      const list = scenario === 'all' ? (['ingest', 'retention', 'warm', 'latency', 'proxy'] as const) : [scenario as Exclude<Scenario, 'all'>];
       const results: Record<string, unknown> = {};
       for (const s of list) results[s] = await run(s, corpusDir);
       printJson({ node: process.version, platform: `${process.platform}-${process.arch}`, cpus: (await import('node:os')).cpus().length, ...(list.length === 1 ? results[list[0] as string] as object : results), benchPeakRssMiB: peakRssMiB() });
