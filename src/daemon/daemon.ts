@@ -223,7 +223,10 @@ export class Daemon {
       }
     });
     tailer.on('reset', (e) => sessions.resetSession(e.file, e.sessionId, e.reason));
-    tailer.on('removed', (e) => sessions.removeSession(e.sessionId));
+    tailer.on('removed', (e) => {
+      // A session fed over the socket lives on without its transcript.
+      if (!sessions.get(e.sessionId)?.fed) sessions.removeSession(e.sessionId);
+    });
     tailer.on('line-error', (e) => this.log.debug({ sessionId: e.sessionId, file: e.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped'));
     tailer.on('error', (err) => this.log.warn({ err: describeError(err), code: (err as ContextdError).code }, 'tailer error'));
   }

@@ -1,5 +1,7 @@
-import { defineHandler, METHODS, PARAMS_SCHEMAS, type Handler } from '../ipc/index.js';
+import { defineHandler, METHODS, PARAMS_SCHEMAS, RpcError, RpcErrorCode, type Handler } from '../ipc/index.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
+import { normalizeOpenAIMessages } from '../ingest/index.js';
+import { zoneOf } from './live-session.js';
 import type { DaemonApi } from './api.js';
 
 /**
@@ -68,6 +70,27 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
       return result;
     }),
 
+    [METHODS.sync]: defineHandler(PARAMS_SCHEMAS[METHODS.sync], (p, ctx) => {
+      let messages;
+      try {
+        messages = normalizeOpenAIMessages(p.messages);
+      } catch (err) {
+        if (err instanceof RangeError) throw new RpcError(RpcErrorCode.INVALID_PARAMS, `invalid params for session.sync: ${err.message}`);
+        throw err;
+      }
+      const sessions = api.sessions();
+      const { session, rebuilt } = sessions.feed(p.sessionId, messages, p.budgetTokens);
+      api.subscribe(ctx.connectionId, session.sessionId);
+      for (const id of api.warm().bootstrappedBy(ctx.connectionId)) session.bootstrappedTemplates.add(id);
+      const headroom = session.model.headroom();
+      const watermarks = sessions.watermarks();
+      return { sessionId: session.sessionId, headroom, zone: zoneOf(headroom, watermarks), watermarks, rebuilt, messages: messages.length };
+    }),
+
     [METHODS.status]: defineHandler(PARAMS_SCHEMAS[METHODS.status], () => api.status()),
+
+    [METHODS.search]: defineHandler(PARAMS_SCHEMAS[METHODS.search], (p) => ({
+      hits: api.archive().search(p.query, { sessionId: p.sessionId, limit: p.limit }),
+    })),
   };
 }

@@ -30,9 +30,10 @@ export class WarmService {
   }
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
-    // The whole transcript, compacted-away history included: harvest wants the originals.
-    // A proxied conversation has no transcript: its model (summaries quoting their handles) stands in.
-    const messages = s.source === 'proxy' ? [...s.model.messages()] : (await loadTranscript(s.file)).messages;
+    // The whole transcript, compacted-away history included: harvest wants the originals. A
+    // session fed over the socket or seen through the proxy has no transcript here: its live
+    // messages (summaries quoting their handles) are what we have.
+    const messages = s.fed || s.source === 'proxy' ? [...s.model.messages()] : (await loadTranscript(s.file)).messages;
     const meta = s.model.meta();
     const result = await harvestSession(
       { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },

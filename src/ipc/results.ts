@@ -180,6 +180,32 @@ export const StatusResultSchema = z.looseObject({
 });
 export type StatusResult = z.infer<typeof StatusResultSchema>;
 
+export const SearchHitSchema = z.looseObject({
+  handle: z.string(),
+  sessionId: z.string(),
+  /** Negated BM25: higher is a better match, comparable within one query only. */
+  score: z.number(),
+  /** Why the originals were compacted (the edit's reason). */
+  reason: z.string().optional(),
+  messages: z.array(WireMessageSchema),
+});
+/** One `archive.search` hit: an archive handle, its session, its score and the originals. */
+export type SearchHit = Wire<z.infer<typeof SearchHitSchema>>;
+export const SearchResultSchema = z.looseObject({ hits: z.array(SearchHitSchema) });
+/** `archive.search` result, best hit first. */
+export type SearchResult = Wire<z.infer<typeof SearchResultSchema>>;
+
+export const SyncResultSchema = z.looseObject({
+  sessionId: z.string(),
+  headroom: HeadroomResultSchema,
+  zone: z.enum(['ok', 'soft', 'reserve']),
+  watermarks: z.looseObject({ reserveRatio: z.number(), softWatermark: z.number(), hysteresis: z.number() }),
+  rebuilt: z.boolean(),
+  messages: z.number().int().min(0),
+});
+/** `session.sync` result: the session's headroom and zone after taking the list in (`rebuilt`: the list did not share a prefix with the last one, so the model was rebuilt from it). */
+export type SyncResult = Wire<z.infer<typeof SyncResultSchema>>;
+
 /** Headroom zones named in `session.headroom` notifications. */
 export const HEADROOM_ZONES = ['ok', 'soft', 'reserve'] as const;
 export type HeadroomZone = (typeof HEADROOM_ZONES)[number];
@@ -205,6 +231,8 @@ export const RESULT_SCHEMAS = {
   'session.end': EndResultSchema,
   'warm.bootstrap': BootstrapResultSchema,
   'daemon.status': StatusResultSchema,
+  'archive.search': SearchResultSchema,
+  'session.sync': SyncResultSchema,
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Notification params schema by name. */
@@ -225,5 +253,7 @@ export interface ResultMap {
   'session.end': EndResult;
   'warm.bootstrap': BootstrapResult;
   'daemon.status': StatusResult;
+  'archive.search': SearchResult;
+  'session.sync': SyncResult;
 }
 export type ResultOf<M extends MethodName> = ResultMap[M];
