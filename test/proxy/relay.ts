@@ -6,7 +6,7 @@
  * The number travels in the `x-relay-seq` request header (the first relay sets it).
  */
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { LoopbackServer } from './loopback.js';
 
 export const SEQ_HEADER = 'x-relay-seq';
 
@@ -14,7 +14,7 @@ export class RecordingRelay {
   /** Response body bytes by sequence number, once the response ended. */
   readonly bodies = new Map<string, Buffer>();
   private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
+  private readonly loopback: LoopbackServer;
   private seq = 0;
 
   constructor(private readonly target: string, private readonly assignSeq: boolean) {
@@ -40,19 +40,14 @@ export class RecordingRelay {
       up.on('error', () => res.destroy());
       req.pipe(up);
     });
-    this.server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
+    this.loopback = new LoopbackServer(this.server);
   }
 
-  async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  start(): Promise<string> {
+    return this.loopback.start();
   }
 
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return this.loopback.close();
   }
 }
