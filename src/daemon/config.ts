@@ -40,6 +40,18 @@ export const configFileSchema = z
     encoding: z.enum(['o200k_base', 'cl100k_base']).optional(),
     /** The HTTP proxy between agents and their providers (off unless `proxy.listen` is set). */
     proxy: proxyConfigSchema.optional(),
+    followSymlinks: z.boolean().optional(),
+    maxClients: z.number().int().positive().optional(),
+    clientIdleTimeoutMs: z.number().int().min(0).optional(),
+    partialLineTimeoutMs: z.number().int().min(0).optional(),
+    shutdownTimeoutMs: z.number().int().positive().optional(),
+    archive: z
+      .object({
+        /** Replace secrets in archived originals by `[REDACTED:<rule>]` (default true). */
+        redactSecrets: z.boolean().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -66,6 +78,17 @@ export interface DaemonOptions {
   readonly encoding: 'o200k_base' | 'cl100k_base';
   /** Proxy settings; undefined when the proxy is off. */
   readonly proxy: ProxyOptions | undefined;
+  readonly archive: { readonly redactSecrets: boolean };
+  /** Follow symlinks that lead out of the watch roots (default false). */
+  readonly followSymlinks: boolean;
+  /** Socket connections served at once (default 128). */
+  readonly maxClients: number;
+  /** Close an unsubscribed connection idle this long (default 10 min; 0 = never). */
+  readonly clientIdleTimeoutMs: number;
+  /** Close a connection that leaves a request line unfinished this long (default 30 s; 0 = never). */
+  readonly partialLineTimeoutMs: number;
+  /** On SIGTERM, how long replies and harvests in flight may take before the store closes (default 10 s). */
+  readonly shutdownTimeoutMs: number;
 }
 
 export const DEFAULTS = Object.freeze({
@@ -77,6 +100,10 @@ export const DEFAULTS = Object.freeze({
   maxMessageBytes: 4 * 1024 * 1024,
   idleTimeoutMs: 30 * 60 * 1000,
   logLevel: 'info',
+  maxClients: 128,
+  clientIdleTimeoutMs: 10 * 60 * 1000,
+  partialLineTimeoutMs: 30_000,
+  shutdownTimeoutMs: 10_000,
 });
 
 function formatIssues(error: z.ZodError, origin: string): string {
@@ -138,5 +165,11 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
     formats: Object.freeze({ ...(c.formats ?? {}) }),
     encoding: c.encoding ?? 'o200k_base',
     proxy: resolveProxyOptions(c.proxy, { idleTimeoutMs, budgetTokens: c.budgetTokens, reserveRatio, hysteresis }),
+    archive: Object.freeze({ redactSecrets: c.archive?.redactSecrets ?? true }),
+    followSymlinks: c.followSymlinks ?? false,
+    maxClients: c.maxClients ?? DEFAULTS.maxClients,
+    clientIdleTimeoutMs: c.clientIdleTimeoutMs ?? DEFAULTS.clientIdleTimeoutMs,
+    partialLineTimeoutMs: c.partialLineTimeoutMs ?? DEFAULTS.partialLineTimeoutMs,
+    shutdownTimeoutMs: c.shutdownTimeoutMs ?? DEFAULTS.shutdownTimeoutMs,
   });
 }
