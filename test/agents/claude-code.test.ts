@@ -3,6 +3,7 @@
  * server, with the real daemon watching its HOME. These tests are the format-drift alarm for
  * Claude Code's transcripts and the proof that hooks and fork reach the model's requests.
  */
+import { sessionIdForFile } from '../../src/ingest/decoder.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnDaemon, type SpawnedDaemon } from '../e2e/spawn.js';
 import { daemonTokens, lines, makeSandbox, parsedTools, runClaude, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
@@ -88,7 +89,7 @@ describe('Claude Code 2.1.330 against the scripted model server', () => {
       console.log(`claude-code token tracking: ${track.reports} reports, errors ${track.errors.map((e) => (e * 100).toFixed(1) + '%').join(' ')}`);
       expect(track.reports).toBeGreaterThanOrEqual(6);
       expect(track.maxError).toBeLessThan(0.1);
-      const sessionId = file!.split('/').pop()!.replace(/\.jsonl$/, '');
+      const sessionId = sessionIdForFile(file!);
       const tokens = await daemonTokens(sb.socket, sessionId, track.lastReported);
       console.log(`claude-code daemon tokens ${tokens} vs last reported ${track.lastReported}`);
       expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);

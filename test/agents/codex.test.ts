@@ -3,6 +3,7 @@
  * server over the Responses API, with the real daemon watching its CODEX_HOME: the
  * format-drift alarm for Codex rollouts and the proof that hooks and fork reach its requests.
  */
+import { sessionIdForFile } from '../../src/ingest/decoder.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnDaemon } from '../e2e/spawn.js';
 import { daemonTokens, lines, makeSandbox, parsedTools, runCodex, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
@@ -60,7 +61,7 @@ describe('Codex CLI 0.169.0 against the scripted model server', () => {
       console.log(`codex token tracking: ${track.reports} reports, errors ${track.errors.map((e) => (e * 100).toFixed(1) + '%').join(' ')}`);
       expect(track.reports).toBeGreaterThanOrEqual(6);
       expect(track.maxError).toBeLessThan(0.1);
-      const sessionId = file!.split('/').pop()!.replace(/\.jsonl$/, '');
+      const sessionId = sessionIdForFile(file!);
       const tokens = await daemonTokens(sb.socket, sessionId, track.lastReported);
       console.log(`codex daemon tokens ${tokens} vs last reported ${track.lastReported}`);
       expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);

@@ -174,7 +174,8 @@ export async function daemonTokens(socketPath: string, sessionId: string, report
   const client = new ContextdClient({ socketPath, clientInfo: { name: 'agents-test', version: '1' }, reconnect: false });
   await client.connect();
   try {
-    for (let i = 0; i < 100; i++) {
+    // Generous: on a loaded machine the daemon's watcher can take a while to pick up a new dated folder.
+    for (let i = 0; i < 450; i++) {
       const h = await client.request('session.headroom', { sessionId }).catch(() => undefined);
       if (h && h.tokens >= reported * 0.5) return h.tokens;
       await new Promise((r) => setTimeout(r, 200));
