@@ -125,7 +125,9 @@ describe('ContextdClient ↔ RpcServer', () => {
     const socketPath = path.join(res.tmpDir(), 'contextd.sock');
     const server = res.server({
       drainTimeoutMs: 50, // the handler never answers: close() must not wait for it
-socketPath, handlers: { hang: () => new Promise(() => undefined) } });
+      socketPath,
+      handlers: { hang: () => new Promise(() => undefined) },
+    });
     await server.listen();
     const client = res.client({ socketPath, clientInfo, requestTimeoutMs: 50 });
     await client.connect();
