@@ -1,9 +1,10 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
-import { createSummarizer } from '../compact/index.js';
+import { createSummarizer, type Summarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
-import { Archive, HeadroomLog, PlanLog, TokenCounts, openDb, type Db } from '../store/index.js';
+import { Archive, HeadroomLog, PlanLog, TokenCounts, openDb, secureStateDir, type Db } from '../store/index.js';
 import { SqliteTokenCountCache } from './token-cache.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
@@ -11,11 +12,14 @@ import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
 import { stateDbPath } from '../store/paths.js';
 import { SessionManager } from './sessions.js';
+import { redactMessages } from '../harvest/index.js';
+import type { LiveSession } from './live-session.js';
 import { buildHandlers } from './handlers.js';
 import type { DaemonApi, DaemonStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
+import { ProxyServer } from '../proxy/index.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -43,6 +47,7 @@ export class Daemon {
   private server: RpcServer | undefined;
   private sessions: SessionManager | undefined;
   private warm: WarmService | undefined;
+  private proxy: ProxyServer | undefined;
   private notifier: Notifier | undefined;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
@@ -84,6 +89,8 @@ export class Daemon {
   private async startParts(): Promise<void> {
     const o = this.options;
     const dbPath = stateDbPath(o.stateDir);
+    const secured = secureStateDir(o.stateDir);
+    if (secured.previousMode !== undefined) this.log.warn({ stateDir: o.stateDir, previousMode: secured.previousMode.toString(8), mode: '700' }, 'state folder was readable by others: made private');
     this.db = openDb(dbPath);
     // Counts persist by content hash: a restart on existing transcripts reads them back.
     this.tokenCache = new SqliteTokenCountCache(new TokenCounts(this.db), this.deps.logger);
@@ -99,6 +106,7 @@ export class Daemon {
       plans: new PlanLog(this.db),
       now: this.now,
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
+      ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
     });
     this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now });
     this.sessions.on('plan', (s, plan) => {
@@ -119,6 +127,11 @@ export class Daemon {
       ...(fd !== undefined ? { fd } : { socketPath: o.socketPath }),
       ...(o.socketGroup !== undefined ? { group: o.socketGroup } : {}),
       maxLineBytes: o.maxMessageBytes,
+      maxClients: o.maxClients,
+      idleTimeoutMs: o.clientIdleTimeoutMs,
+      partialLineTimeoutMs: o.partialLineTimeoutMs,
+      drainTimeoutMs: o.shutdownTimeoutMs,
+      keepIdle: (connId) => (this.subscriptions.get(connId)?.size ?? 0) > 0,
       handlers: buildHandlers(this.api()),
       logger: this.deps.logger,
     });
@@ -128,10 +141,19 @@ export class Daemon {
     });
     await this.server.listen();
     if (this.stopping) return;
+    if (o.proxy) {
+      this.proxy = this.startProxyParts(o.proxy, tokenCounter, summarizer);
+      await this.proxy.listen();
+      if (this.stopping) return;
+    }
 
+    for (const p of o.watch) {
+      if (!existsSync(p)) this.log.warn({ path: resolve(p) }, 'watch path does not exist (yet): it is watched for and read once it appears');
+    }
     this.tailer = new Tailer({
       paths: o.watch.map((p) => resolve(p)),
       maxLineBytes: o.maxLineBytes,
+      followSymlinks: o.followSymlinks,
       formatOverrides: o.formats,
       logger: this.deps.logger,
     });
@@ -165,6 +187,7 @@ export class Daemon {
   }
 
   private async doStop(reason: string): Promise<void> {
+    const o = this.options;
     this.stateValue = 'stopping';
     this.log.info({ reason }, 'contextd stopping');
     await this.notifier?.stopping();
@@ -172,9 +195,17 @@ export class Daemon {
     if (this.idleTimer) clearInterval(this.idleTimer);
     await this.tailer?.close();
     // No new requests while draining: close the socket first, then finish what is in flight.
+    await this.proxy?.close();
     await this.server?.close();
     await this.sessions?.drain();
-    await Promise.allSettled([...this.harvests]);
+    // Harvests still running (idle ones; session.end ones were awaited with their replies): bounded.
+    if (this.harvests.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), o.shutdownTimeoutMs)));
+      const outcome = await Promise.race([Promise.allSettled([...this.harvests]).then(() => 'done' as const), timedOut]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') this.log.warn({ harvests: this.harvests.size, shutdownTimeoutMs: o.shutdownTimeoutMs }, 'shutdown: harvests still running were abandoned');
+    }
     this.tokenCache?.close();
     if (this.db?.open) {
       try {
@@ -191,7 +222,7 @@ export class Daemon {
   /** Apply new options (SIGHUP). Watch list, socket and state dir need a restart. */
   reload(options: DaemonOptions): void {
     void this.notifier?.reloading();
-    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats'];
+    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'maxClients', 'clientIdleTimeoutMs', 'partialLineTimeoutMs', 'archive', 'proxy'];
     const restartNeeded = needsRestart.filter((k) => JSON.stringify(options[k]) !== JSON.stringify(this.options[k]));
     this.options = { ...options, ...Object.fromEntries(restartNeeded.map((k) => [k, this.options[k]])) } as DaemonOptions;
     this.deps.logger.level = options.logLevel;
@@ -199,6 +230,16 @@ export class Daemon {
     void this.notifier?.ready();
     if (restartNeeded.length > 0) this.log.warn({ restartNeeded }, 'some changed settings take effect only after a restart');
     this.log.info({ restartNeeded, reserveRatio: options.reserveRatio, softWatermark: options.softWatermark, budgetTokens: options.budgetTokens ?? null, logLevel: options.logLevel }, 'configuration reloaded');
+  }
+
+  /** The proxy, its conversations listed and logged by the session manager like tailed sessions. */
+  private startProxyParts(options: NonNullable<DaemonOptions['proxy']>, tokenCounter: TokenCounter, summarizer: Summarizer): ProxyServer {
+    const sessions = this.sessions as SessionManager;
+    const proxy = new ProxyServer(options, { logger: this.deps.logger, tokenCounter, summarizer, archive: new Archive(this.db as Db), now: this.now });
+    proxy.on('opened', (c) => sessions.attachProxied(c.id, `proxy:${c.format}`, c.format, c.model));
+    proxy.on('request', (c, prepared) => sessions.proxiedChanged(c.id, c.model, prepared.plan));
+    proxy.on('closed', (c, why) => sessions.removeSession(c.id, `proxied conversation ${why}`));
+    return proxy;
   }
 
   private wireTailer(tailer: Tailer): void {
@@ -215,8 +256,8 @@ export class Daemon {
       // A session fed over the socket lives on without its transcript.
       if (!sessions.get(e.sessionId)?.fed) sessions.removeSession(e.sessionId);
     });
-    tailer.on('line-error', (e) => this.log.debug({ sessionId: e.sessionId, file: e.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped'));
-    tailer.on('error', (err) => this.log.warn({ err: describeError(err), code: (err as ContextdError).code }, 'tailer error'));
+    // The tailer logs its own errors and skipped lines (once, rate-limited per file): no second line here.
+    tailer.on('error', () => undefined);
   }
 
   /** Connections subscribed to a session. */
@@ -236,23 +277,34 @@ export class Daemon {
 
   private harvestIdle(): void {
     const sessions = this.sessions;
-    if (!sessions || !this.warm) return;
-    const cutoff = this.now() - this.options.idleTimeoutMs;
-    for (const s of sessions.all()) {
-      if (s.ended || s.lastActivityAt > cutoff) continue;
-      s.ended = true;
-      const work = this.warm.harvest(s, 'unknown').then(
+    if (!sessions || this.stopping) return;
+    for (const s of sessions.idleSessions()) {
+      // proxied conversations are forgotten by the proxy when idle; there is no transcript to harvest
+      if (s.source === 'proxy') continue;
+      if (!sessions.endSession(s)) continue;
+      this.trackHarvest(s, 'unknown').then(
         (r) => {
           this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
           // Free its model unless a client still follows it: the file stays watched and is read
-          // again from 0 if the session resumes.
-          if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && this.tailer?.release(s.file)) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
+          // again from 0 if the session resumes (a session fed over the socket is fed again).
+          if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
         },
         (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
       );
-      this.harvests.add(work);
-      void work.finally(() => this.harvests.delete(work));
     }
+  }
+
+  /** Run a harvest the shutdown waits for (the database never closes under one). */
+  private trackHarvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
+    const warm = this.warm;
+    if (!warm || this.db?.open !== true) return Promise.reject(new ContextdError(ErrorCode.LIFECYCLE, 'contextd is shutting down: the session was not harvested', { sessionId: s.sessionId }));
+    const work = warm.harvest(s, outcome, connectionId);
+    this.harvests.add(work);
+    void work.then(
+      () => this.harvests.delete(work),
+      () => this.harvests.delete(work),
+    );
+    return work;
   }
 
   /** What the socket handlers may do; the handlers never see the wiring itself. */
@@ -261,13 +313,37 @@ export class Daemon {
       sessions: () => this.sessions as SessionManager,
       warm: () => this.warm as WarmService,
       archive: () => new Archive(this.db as Db),
-      subscribe: (connId, sessionId) => {
+      subscribe: (connId, session) => {
         let subs = this.subscriptions.get(connId);
         if (!subs) this.subscriptions.set(connId, (subs = new Set()));
-        subs.add(sessionId);
+        subs.add(session.sessionId);
+        // After the subscribe reply is written: the current plan, or a fresh one, at once.
+        setImmediate(() => {
+          if (this.stopping || !this.subscriptions.get(connId)?.has(session.sessionId)) return;
+          const current = this.sessions?.subscribed(session);
+          if (current) this.server?.notify(connId, 'compaction.proposed', current);
+        });
       },
+      harvest: (session, outcome, connId) => this.trackHarvest(session, outcome, connId),
       subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
       status: () => this.status(),
+      isolated: this.options.socketGroup !== undefined,
+    };
+  }
+
+  /** The proxy's address and totals: tokens saved per request, cache-breaking rewrites per 100 requests. */
+  private proxyStatus(): NonNullable<DaemonStatus['proxy']> {
+    const p = this.proxy as ProxyServer;
+    const t = p.totals;
+    const a = p.state === 'listening' ? p.address() : { host: this.options.proxy?.host ?? '', port: this.options.proxy?.port ?? 0 };
+    return {
+      listen: `${a.host}:${a.port}`,
+      requests: t.requests,
+      modelled: t.modelled,
+      plansApplied: t.plansApplied,
+      tokensSavedPerRequest: t.modelled > 0 ? Math.round((t.tokensIn - t.tokensOut) / t.modelled) : 0,
+      cacheBreaksPer100: t.modelled > 0 ? Math.round((t.cacheBreaks * 10_000) / t.modelled) / 100 : 0,
+      upstreamErrors: t.upstreamErrors,
     };
   }
 
@@ -295,10 +371,12 @@ export class Daemon {
           reportedTokens: h.reportedTokens ?? null,
           lastActivityAt: s.lastActivityAt,
           openPlans: this.sessions?.openPlanCount(s.sessionId) ?? 0,
-          lastEdit: s.lastEdit ?? null,
+          lastEdit: s.life.lastEdit ?? null,
           subscribers: this.subscriberCount(s.sessionId),
+          source: s.source,
         };
       }),
+      ...(this.proxy && this.options.proxy ? { proxy: this.proxyStatus() } : {}),
     };
   }
 }

@@ -19,7 +19,7 @@ import {
   type SectionRec,
 } from './fragments.js';
 import { TermIndex } from './relevance.js';
-import { EMPTY_TERM_STATS } from './text.js';
+import { EMPTY_TERM_STATS } from '../text/index.js';
 import type { TokenCountCache, TokenCounter } from './tokens.js';
 
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {

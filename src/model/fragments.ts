@@ -5,9 +5,8 @@
  */
 import type { Message, ToolCall } from './messages.js';
 import { featuresOfShingles, mergeFeatures, type DensityFeatures } from './density.js';
-import { looksLikeStackTrace } from './classify.js';
+import { analyseText, looksLikeStackTrace, mergeTermStats, type TermStats } from '../text/index.js';
 import { countTexts, IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCountCache, type TokenCounter } from './tokens.js';
-import { analyseText, mergeTermStats, type TermStats } from './text.js';
 
 export type FragmentPart = 'whole' | 'text' | 'call' | 'result';
 

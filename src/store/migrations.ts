@@ -190,6 +190,13 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 4,
+    name: 'archive: what was redacted from each archived original',
+    sql: `
+      ALTER TABLE archive ADD COLUMN redactions TEXT NOT NULL DEFAULT '[]';
+    `,
+  },
+  {
+    version: 5,
     name: 'token counts of messages by content hash',
     sql: `
       CREATE TABLE IF NOT EXISTS token_counts (

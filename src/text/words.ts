@@ -1,0 +1,166 @@
+/**
+ * Word tokenizing: one stop-word list and one word split for every feature built on words
+ * (BM25 term stats, template search terms and fingerprints, the planner's content terms,
+ * near-duplicate shingles). No tiktoken calls happen here.
+ */
+import { fnv1a32 } from './hash.js';
+
+/** Text longer than this is only partly analysed (the head and the tail), to bound per-call cost. */
+export const MAX_ANALYSED_CHARS = 200_000;
+
+/**
+ * English function words and chat boilerplate that carry no topical signal. Template
+ * fingerprints are built from words outside this list, so changing it changes stored
+ * fingerprints: add a migration that recomputes them when you do.
+ */
+export const STOPWORDS: ReadonlySet<string> = new Set(
+  `the a an and or but if then else for to of in on at by with from into onto over under is are was were be been being it its this that these those
+  i me my we our you your he she they them their there here what which who whom whose when where why how all any both each few more most other some such
+  no nor not only own same so than too very can will just should now do does did doing have has had having would could might must shall may please
+  let lets make sure also get got use using used want need like about after before again further once up down out off above below between through during
+  can't don't won't isn't aren't wasn't weren't it's i'm you're we're they're that's let's ok okay yes yeah hi hello thanks thank`.split(/\s+/),
+);
+
+/** Words agents say in every turn ("file", "think", "going"): no signal for content terms. */
+const FILLER: ReadonlySet<string> = new Set(
+  'while done because file line lines going think know upon'.split(' '),
+);
+
+/** Bound `text` to MAX_ANALYSED_CHARS, keeping its head and tail. */
+export function boundText(text: string): string {
+  if (text.length <= MAX_ANALYSED_CHARS) return text;
+  const half = MAX_ANALYSED_CHARS / 2;
+  return `${text.slice(0, half)}\n${text.slice(text.length - half)}`;
+}
+
+const WORD_SPLIT = /[^\p{L}\p{N}_]+/u;
+
+/**
+ * Lowercase words of `text`, split on every non-word character (so `src/model/index.ts`
+ * gives `src`, `model`, `index`, `ts`), without stop words or one-character words.
+ */
+export function words(text: string): string[] {
+  return rawWords(text).filter(isTerm);
+}
+
+/** Lowercased raw words (empty pieces dropped) of the bounded text: the input of terms and shingles. */
+function rawWords(text: string): string[] {
+  const ws = boundText(text).toLowerCase().split(WORD_SPLIT);
+  let n = 0;
+  for (const w of ws) if (w.length > 0) ws[n++] = w;
+  ws.length = n;
+  return ws;
+}
+
+function isTerm(w: string): boolean {
+  return w.length >= 2 && w.length <= 64 && !STOPWORDS.has(w);
+}
+
+/**
+ * Search terms of a text: `words` of at most 40 chars without pure numbers, deduplicated in
+ * first-occurrence order, at most `max`. Harvest (fingerprints, novelty) and bootstrap
+ * (queries) both use it, so both sides see the same vocabulary.
+ */
+export function searchTerms(text: string, max = 200): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const w of words(text)) {
+    if (w.length > 40 || /^\d+$/.test(w) || seen.has(w)) continue;
+    seen.add(w);
+    out.push(w);
+    if (out.length >= max) break;
+  }
+  return out;
+}
+
+/**
+ * Term frequencies of a text, compactly: `terms[i]` occurs `counts[i]` times (terms unique, in
+ * first-seen order), plus the number of terms (the BM25 document length). Two parallel arrays
+ * instead of a Map: a session holds one of these per message, and a Map's hash table costs
+ * several times more memory than the data in it.
+ */
+export interface TermStats {
+  readonly terms: readonly string[];
+  readonly counts: Uint32Array;
+  readonly length: number;
+}
+
+/** Term stats of a text without terms (shared, frozen). */
+export const EMPTY_TERM_STATS: TermStats = Object.freeze({ terms: Object.freeze([]) as readonly string[], counts: new Uint32Array(0), length: 0 });
+
+function statsOf(tf: ReadonlyMap<string, number>, length: number): TermStats {
+  if (tf.size === 0) return EMPTY_TERM_STATS;
+  return { terms: [...tf.keys()], counts: Uint32Array.from(tf.values()), length };
+}
+
+/** Term frequencies of the `words` of a text. */
+export function termStats(text: string): TermStats {
+  return analyseText(text).stats;
+}
+
+/** Terms and shingle hashes of a text, from one pass over its words (both are needed at ingest). */
+export function analyseText(text: string, shingleSize = 3): { stats: TermStats; shingles: Uint32Array } {
+  const ws = rawWords(text);
+  const tf = new Map<string, number>();
+  let length = 0;
+  const wordHash = new Uint32Array(ws.length);
+  for (let i = 0; i < ws.length; i++) {
+    const w = ws[i] as string;
+    wordHash[i] = fnv1a32(w);
+    if (!isTerm(w)) continue;
+    tf.set(w, (tf.get(w) ?? 0) + 1);
+    length++;
+  }
+  return { stats: statsOf(tf, length), shingles: shingleHashesOf(wordHash, shingleSize) };
+}
+
+/** Hashes of `size` consecutive words (one per word when there are fewer words than `size`). */
+function shingleHashesOf(wordHash: Uint32Array, size: number): Uint32Array {
+  if (wordHash.length < size) return wordHash;
+  const out = new Uint32Array(wordHash.length - size + 1);
+  for (let i = 0; i < out.length; i++) {
+    let h = 0x811c9dc5;
+    for (let j = 0; j < size; j++) h = Math.imul(h ^ (wordHash[i + j] as number), 0x01000193);
+    out[i] = h >>> 0;
+  }
+  return out;
+}
+
+/** Sum of several term stats (a section made of several fragments). */
+export function mergeTermStats(parts: readonly TermStats[]): TermStats {
+  const tf = new Map<string, number>();
+  let length = 0;
+  for (const p of parts) {
+    p.terms.forEach((t, i) => tf.set(t, (tf.get(t) ?? 0) + (p.counts[i] as number)));
+    length += p.length;
+  }
+  return statsOf(tf, length);
+}
+
+/**
+ * Content terms: lowercased words of ≥ 4 chars that may hold `.`, `-` and `$` inside (so
+ * `config.max_retries` and `ws-client` stay whole), without stop words or agent filler.
+ * These name what a message is about and are matched between turns.
+ */
+export function contentTerms(text: string): Set<string> {
+  const out = new Set<string>();
+  const re = /[a-z_$][\w$.-]{3,60}/g;
+  const lower = text.toLowerCase();
+  for (let m = re.exec(lower); m !== null; m = re.exec(lower)) {
+    const raw = m[0];
+    let end = raw.length;
+    while (end > 0 && (raw.charCodeAt(end - 1) === 46 || raw.charCodeAt(end - 1) === 45)) end--; // trailing . and -
+    if (end < 4) continue;
+    const w = end === raw.length ? raw : raw.slice(0, end);
+    if (!STOPWORDS.has(w) && !FILLER.has(w)) out.add(w);
+  }
+  return out;
+}
+
+/**
+ * Hashes of the word shingles (`size` consecutive raw words, stop words kept) of `text`: each
+ * shingle hashes its words' hashes. Texts with fewer words than `size` give one hash per word.
+ */
+export function shingleHashes(text: string, size = 3): Uint32Array {
+  return analyseText(text, size).shingles;
+}
