@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { printJson, usageError } from './output.js';
 import { peakRssMiB } from '../bench/harness.js';
 
-const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'all'] as const;
+const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'load', 'hooks', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** Scenarios that read a folder of real transcripts (latency generates its own load). */
@@ -17,8 +17,37 @@ function corpusFolder(flag: string | undefined, env: NodeJS.ProcessEnv = process
   return value === undefined || value.trim() === '' ? undefined : resolve(value);
 }
 
-async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promise<Record<string, unknown>> {
+interface LoadFlags {
+  duration?: string;
+  sessions?: string;
+  rate?: string;
+  idle?: string;
+  cli?: string;
+}
+
+function positive(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw usageError(`--${name} must be a positive number (got "${v}")`);
+  return n;
+}
+
+async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: LoadFlags = {}): Promise<Record<string, unknown>> {
   switch (scenario) {
+    case 'load': {
+      const { benchLoad } = await import('../bench/load.js');
+      const sessions = positive('sessions', load.sessions);
+      const linesPerSecond = positive('rate', load.rate);
+      const durationSeconds = positive('duration', load.duration);
+      const idleSeconds = positive('idle', load.idle);
+      return benchLoad({
+        ...(sessions !== undefined ? { sessions } : {}),
+        ...(linesPerSecond !== undefined ? { linesPerSecond } : {}),
+        ...(durationSeconds !== undefined ? { durationSeconds } : {}),
+        ...(idleSeconds !== undefined ? { idleSeconds } : {}),
+        ...(load.cli !== undefined ? { cli: resolve(load.cli) } : {}),
+      });
+    }
     case 'ingest': {
       const { benchIngest } = await import('../bench/ingest.js');
       const { benchModel } = await import('../bench/model.js');
@@ -32,6 +61,10 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promi
       const { benchRetention } = await import('../bench/retention.js');
       return benchRetention({ corpusDir });
     }
+    case 'hooks': {
+      const { benchHooks } = await import('../bench/hooks.js');
+      return benchHooks();
+    }
     case 'warm': {
       const { benchWarm } = await import('../bench/warm.js');
       const tmpDir = mkdtempSync(join(tmpdir(), 'contextd-bench-warm-'));
@@ -44,7 +77,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promi
   }
 }
 
-/** `contextd bench [ingest|latency|retention|warm|all] [--json]`: benchmark figures as JSON. */
+/** `contextd bench [ingest|latency|retention|warm|load|all] [--json]`: benchmark figures as JSON. */
 export function registerBench(program: Command): void {
   program
     .command('bench')
@@ -52,7 +85,12 @@ export function registerBench(program: Command): void {
     .argument('[scenario]', SCENARIOS.join('|'), 'all')
     .option('--corpus <dir>', 'folder of real transcripts (default $CONTEXTD_CORPUS)')
     .option('--json', 'print JSON (always on; accepted for symmetry)')
-    .action(async (scenario: string, flags: { corpus?: string }) => {
+    .option('--duration <s>', 'load: seconds of load (default 60)')
+    .option('--sessions <n>', 'load: sessions (default 50)')
+    .option('--rate <n>', 'load: lines per second per session (default 20)')
+    .option('--idle <s>', 'load: seconds idle after the load before RSS is read again (default 20)')
+    .option('--cli <path>', 'load: another build\'s dist/src/cli/main.js to measure (before/after)')
+    .action(async (scenario: string, flags: { corpus?: string } & LoadFlags) => {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
       const corpusDir = corpusFolder(flags.corpus) ?? '';
       if (NEEDS_CORPUS.has(scenario as Scenario)) {
@@ -61,7 +99,7 @@ export function registerBench(program: Command): void {
       }
       const list = scenario === 'all' ? (['ingest', 'retention', 'warm', 'latency'] as const) : [scenario as Exclude<Scenario, 'all'>];
       const results: Record<string, unknown> = {};
-      for (const s of list) results[s] = await run(s, corpusDir);
+      for (const s of list) results[s] = await run(s, corpusDir, flags);
       printJson({ node: process.version, platform: `${process.platform}-${process.arch}`, cpus: (await import('node:os')).cpus().length, ...(list.length === 1 ? results[list[0] as string] as object : results), benchPeakRssMiB: peakRssMiB() });
     });
 }

@@ -26,7 +26,8 @@ afterEach(() => {
 async function run(...args: string[]): Promise<void> {
   const program = new Command('contextd').exitOverride();
   registerCompact(program);
-  await program.parseAsync(['node', 'contextd', 'compact', ...args]);
+  // originals are archived: into this test's own state dir, never the user's
+  await program.parseAsync(['node', 'contextd', 'compact', ...args, '--state', path.join(dir, 'state')]);
 }
 
 /** A hermes-style openai-chat transcript. */

@@ -107,13 +107,14 @@ describe('the CLI', () => {
     writeFileSync(f, generateTranscript('openai-chat', { seed: 12, turns: 6 }).jsonl);
     const inspect = JSON.parse((await runCli(['inspect', f, '--json'])).stdout) as { tokens: number };
     const budget = Math.round(inspect.tokens * 0.8);
-    const out = join(temp(), 'out.jsonl');
-    const r = await runCli(['compact', f, '--budget', String(budget), '--json', '--out', out]);
+    const d = temp();
+    const out = join(d, 'out.jsonl');
+    const r = await runCli(['compact', f, '--budget', String(budget), '--json', '--out', out, '--state', join(d, 'state')]);
     expect(r.code).toBe(0);
     const res = JSON.parse(r.stdout) as { tokensAfter: number; budget: number; edits: unknown[] };
     expect(res.tokensAfter).toBeLessThanOrEqual(budget * 0.85);
     expect(res.edits.length).toBeGreaterThan(0);
-    const tiny = await runCli(['compact', f, '--budget', '200', '--json']);
+    const tiny = await runCli(['compact', f, '--budget', '200', '--json', '--state', join(d, 'state')]);
     expect(tiny.code).toBe(1);
   });
 

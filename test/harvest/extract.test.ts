@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { errorSignature } from '../../src/text/index.js';
 import {
   classifySession,
   commandHead,
-  errorSignature,
   extractSession,
   findRecoveries,
   loadTranscript,
