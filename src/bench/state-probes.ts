@@ -63,7 +63,7 @@ export function stateProbeKept(p: StateProbe, hay: string, normalize: (s: string
 const HANDLE_RE = /\bh_[0-9a-f]{16}\b/g;
 const SUMMARY_RE = /\[contextd recall h_[0-9a-f]{16}\]|^\[CONTEXT COMPACTION\]/;
 /** Section ids as the model names them (`s54`), standing alone (not `/s3/` in a URL or `s3.ts`). */
-const INTERNAL_ID_RE = /(?<![\w/.#:-])s\d+\b(?![/.\w-])/;
+const INTERNAL_ID_RE = /(?<![\w/.#:-])s\d+\b(?![/\w-]|\.\w)/;
 const URL_RE = /\bhttps?:\/\/\S+/g;
 
 /** Summaries (contextd's or the middle strategy's) in a compacted context that name an internal section id. */
