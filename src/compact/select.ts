@@ -71,6 +71,27 @@ export function buildUnits(sections: readonly Section[], candidates: readonly Ca
   return units;
 }
 
+/**
+ * A run whose summary would exceed MAX_SUMMARY_TOKENS is cut into nearly equal pieces (whole
+ * sections), so a long conversation becomes a few span summaries each within the cap instead
+ * of one squeezed far below its share.
+ */
+function splitLong(run: Unit[], ratio: number): Unit[][] {
+  const tokens = run.reduce((n, u) => n + u.section.tokens, 0);
+  const pieces = Math.ceil((tokens * ratio) / MAX_SUMMARY_TOKENS);
+  if (pieces <= 1 || run.length < 2) return [run];
+  const size = tokens / pieces;
+  const out: Unit[][] = [[]];
+  let acc = 0;
+  for (const u of run) {
+    const cur = out[out.length - 1] as Unit[];
+    if (cur.length > 0 && acc + u.section.tokens / 2 > size * out.length && out.length < pieces) out.push([u]);
+    else cur.push(u);
+    acc += u.section.tokens;
+  }
+  return out;
+}
+
 /** Value lost per token saved. */
 export function unitCost(u: Unit, ratio: number): number {
   const saved = u.section.tokens - summaryBudget(u.section.tokens, ratio, u.reason);
@@ -128,7 +149,7 @@ export function selectRuns(units: readonly Unit[], opts: SelectOptions): Selecte
     if (last && mergeable) last.push(u);
     else runs.push([u]);
   }
-  return runs.map((run) => {
+  return runs.flatMap((run) => splitLong(run, opts.ratio)).map((run) => {
     const first = run[0] as Unit;
     const tokensBefore = run.reduce((n, u) => n + u.section.tokens, 0);
     const mixed = run.some((u) => u.reason !== first.reason || u.group !== first.group);

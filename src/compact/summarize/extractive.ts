@@ -22,6 +22,7 @@ import {
 } from '../text.js';
 import { toolAction } from '../../model/toolargs.js';
 import { finalErrorLine } from '../survival.js';
+import { isConversational, spanSummary } from './span.js';
 import type { Summarizer, SummarizeInput } from '../types.js';
 
 export const DEFAULT_SUMMARY_TOKENS = 300;
@@ -169,8 +170,12 @@ export function describeSections(input: SummarizeInput): string {
   return `${input.sections.length} section${input.sections.length === 1 ? '' : 's'} (${parts.join(', ')}) compacted as ${input.reason}.`;
 }
 
-/** Synchronous core of the extractive summarizer. */
+/**
+ * Synchronous core of the extractive summarizer. A run of conversational messages (no tool
+ * calls) becomes a span summary (span.ts): every line compressed, not a pick of facts.
+ */
 export function extractiveSummary(input: SummarizeInput): string {
+  if (isConversational(input.messages)) return spanSummary(input);
   const maxChars = Math.max(120, Math.floor((input.maxTokens ?? DEFAULT_SUMMARY_TOKENS) * CHARS_PER_TOKEN));
   return renderFacts(collectFacts(input), maxChars, describeSections(input));
 }
