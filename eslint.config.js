@@ -15,5 +15,5 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  { files: ['src/cli/**/*.ts', 'bench/**/*.ts', 'examples/**/*.ts', 'test/**/*.ts'], rules: { 'no-console': 'off' } },
+  { files: ['src/cli/**/*.ts', 'examples/**/*.ts', 'test/**/*.ts'], rules: { 'no-console': 'off' } },
 );

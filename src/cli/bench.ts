@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printJson, usageError } from './output.js';
-import { peakRssMiB } from '../../bench/harness.js';
+import { peakRssMiB } from '../bench/harness.js';
 
 const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -23,20 +23,20 @@ function defaultCorpus(): string {
 async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promise<Record<string, unknown>> {
   switch (scenario) {
     case 'ingest': {
-      const { benchIngest } = await import('../../bench/ingest.js');
-      const { benchModel } = await import('../../bench/model.js');
+      const { benchIngest } = await import('../bench/ingest.js');
+      const { benchModel } = await import('../bench/model.js');
       return { ...(await benchIngest({ corpusDir })), model: await benchModel({ corpusDir }) };
     }
     case 'latency': {
-      const { benchLatency } = await import('../../bench/latency.js');
+      const { benchLatency } = await import('../bench/latency.js');
       return benchLatency();
     }
     case 'retention': {
-      const { benchRetention } = await import('../../bench/retention.js');
+      const { benchRetention } = await import('../bench/retention.js');
       return benchRetention({ corpusDir });
     }
     case 'warm': {
-      const { benchWarm } = await import('../../bench/warm.js');
+      const { benchWarm } = await import('../bench/warm.js');
       const tmpDir = mkdtempSync(join(tmpdir(), 'contextd-bench-warm-'));
       try {
         return await benchWarm({ corpusDir, tmpDir });

@@ -3,7 +3,7 @@
  * mention again. Facts carrying them are what a summary must keep — this is how a fact that
  * lives only in an old tool output survives when a later turn refers to it by name.
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import { memoMessage } from './memo.js';
 import { termsOf } from './text.js';
 

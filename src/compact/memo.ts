@@ -10,7 +10,7 @@
  * message and verified against the whole list by identity, so a changed list recomputes.
  * Cached values are shared: callers must treat them as read-only.
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 
 interface Slot {
   readonly msgs: readonly Message[];

@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../util/logger.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from '../model/tokens.js';
 import type { ScoreFactors, Section } from '../model/types.js';
 import { runDetectors } from './detectors/index.js';

@@ -4,7 +4,7 @@
  * overhead + image estimate). `repairPairs` drops what a chat API would reject: tool results
  * without their call, and calls without a result unless they are the pending tail.
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import { IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from '../model/tokens.js';
 import type { OpenAIChatMessage } from './types.js';
 

@@ -9,7 +9,7 @@
  *    output whose key a later turn or the goal mentions;
  *  - archive handles of earlier summaries being re-compacted.
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, termsOf, uniq } from './text.js';
 import { memoMessage } from './memo.js';
 import { toolAction } from '../model/toolargs.js';

@@ -2,7 +2,7 @@
  * Data types of compaction (design §5). Plans are plain data: the daemon archives the
  * originals under each edit's handle and pushes the plan; compact/ never does I/O.
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import type { Budget, HeadroomSnapshot, ScoreFactors, Section } from '../model/types.js';
 
 /** Why an edit exists; the name of the detector that proposed it. */

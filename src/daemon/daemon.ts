@@ -10,7 +10,8 @@ import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
 import { stateDbPath } from '../store/paths.js';
 import { SessionManager } from './sessions.js';
-import { buildHandlers, type DaemonApi } from './handlers.js';
+import { buildHandlers } from './handlers.js';
+import type { DaemonApi, DaemonStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
@@ -204,7 +205,10 @@ export class Daemon {
       }
     });
     tailer.on('reset', (e) => sessions.resetSession(e.file, e.sessionId, e.reason));
-    tailer.on('removed', (e) => sessions.removeSession(e.sessionId));
+    tailer.on('removed', (e) => {
+      // A session fed over the socket lives on without its transcript.
+      if (!sessions.get(e.sessionId)?.fed) sessions.removeSession(e.sessionId);
+    });
     tailer.on('line-error', (e) => this.log.debug({ sessionId: e.sessionId, file: e.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped'));
     tailer.on('error', (err) => this.log.warn({ err: describeError(err), code: (err as ContextdError).code }, 'tailer error'));
   }
@@ -291,28 +295,4 @@ export class Daemon {
       }),
     };
   }
-}
-
-export interface DaemonStatus {
-  server: { name: string; version: string };
-  pid: number;
-  uptimeSeconds: number;
-  socket: string;
-  watch: string[];
-  reserveRatio: number;
-  softWatermark: number;
-  sessions: {
-    sessionId: string;
-    file: string;
-    format: string;
-    tokens: number;
-    total: number;
-    headroom: number;
-    sections: number;
-    reportedTokens: number | null;
-    lastActivityAt: number;
-    openPlans: number;
-    lastEdit: { reason: string; at: number; planId: string } | null;
-    subscribers: number;
-  }[];
 }

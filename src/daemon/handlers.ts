@@ -1,20 +1,8 @@
-import { defineHandler, METHODS, PARAMS_SCHEMAS, type Handler } from '../ipc/index.js';
+import { defineHandler, METHODS, PARAMS_SCHEMAS, RpcError, RpcErrorCode, type Handler } from '../ipc/index.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import type { Archive } from '../store/index.js';
-import type { SessionManager } from './sessions.js';
-import type { WarmService } from './warm-service.js';
-import type { DaemonStatus } from './daemon.js';
-
-/** What the socket handlers may ask of the daemon. */
-export interface DaemonApi {
-  sessions(): SessionManager;
-  warm(): WarmService;
-  archive(): Archive;
-  subscribe(connectionId: string, sessionId: string): void;
-  /** Sessions a connection subscribed to. */
-  subscribedSessions(connectionId: string): readonly string[];
-  status(): DaemonStatus;
-}
+import { normalizeOpenAIMessages } from '../ingest/index.js';
+import { zoneOf } from './live-session.js';
+import type { DaemonApi } from './api.js';
 
 /**
  * The JSON-RPC method table of design §6, each validated by its params schema. `initialize`
@@ -82,6 +70,27 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
       return result;
     }),
 
+    [METHODS.sync]: defineHandler(PARAMS_SCHEMAS[METHODS.sync], (p, ctx) => {
+      let messages;
+      try {
+        messages = normalizeOpenAIMessages(p.messages);
+      } catch (err) {
+        if (err instanceof RangeError) throw new RpcError(RpcErrorCode.INVALID_PARAMS, `invalid params for session.sync: ${err.message}`);
+        throw err;
+      }
+      const sessions = api.sessions();
+      const { session, rebuilt } = sessions.feed(p.sessionId, messages, p.budgetTokens);
+      api.subscribe(ctx.connectionId, session.sessionId);
+      for (const id of api.warm().bootstrappedBy(ctx.connectionId)) session.bootstrappedTemplates.add(id);
+      const headroom = session.model.headroom();
+      const watermarks = sessions.watermarks();
+      return { sessionId: session.sessionId, headroom, zone: zoneOf(headroom, watermarks), watermarks, rebuilt, messages: messages.length };
+    }),
+
     [METHODS.status]: defineHandler(PARAMS_SCHEMAS[METHODS.status], () => api.status()),
+
+    [METHODS.search]: defineHandler(PARAMS_SCHEMAS[METHODS.search], (p) => ({
+      hits: api.archive().search(p.query, { sessionId: p.sessionId, limit: p.limit }),
+    })),
   };
 }

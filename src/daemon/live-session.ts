@@ -43,6 +43,13 @@ export class LiveSession {
   /** Templates bootstrapped into this session (fed success counts on session.end). */
   readonly bootstrappedTemplates = new Set<string>();
   ended = false;
+  /**
+   * Set when an agent feeds this session's messages over the socket (`session.sync`) instead
+   * of the daemon tailing a transcript: the ids of the last list fed, the model version they
+   * produced, and the budget they were planned against (a longer list with the same prefix is
+   * appended; anything else rebuilds the model).
+   */
+  fed: { ids: readonly string[]; version: number; budgetTokens: number | undefined } | undefined;
   /** Summaries of unchanged sections are reused across re-plans. */
   readonly summaryCache = new SummaryCache();
 

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import type { TranscriptEvent, TranscriptFormat } from '../ingest/types.js';
+import type { TranscriptFormat } from '../ingest/types.js';
+import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { applyPlan, planCompaction, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
@@ -79,8 +80,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.options = options;
     for (const s of this.sessions.values()) {
       if (rebuild) {
-        const fresh = this.newModel(s.sessionId);
+        const fresh = this.newModel(s.sessionId, s.fed ? s.fed.budgetTokens : options.budgetTokens);
         fresh.applyAll(this.replayable(s));
+        if (s.fed) s.fed = { ...s.fed, version: -1 };
         s.model = fresh;
         s.lastPlannedVersion = -1;
         this.expirePlansOf(s.sessionId, 'budget reconfigured');
@@ -111,6 +113,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Events read from a transcript: apply them and react to the new headroom. */
   ingest(file: string, sessionId: string, format: TranscriptFormat, events: readonly TranscriptEvent[]): LiveSession {
     let s = this.sessions.get(sessionId);
+    if (s?.fed) {
+      // The agent feeds this session itself (session.sync): what it sends is what the model
+      // sees, so a transcript of the same id is not mixed in.
+      this.log.debug({ sessionId, file }, 'transcript lines ignored: the session is fed over the socket');
+      return s;
+    }
     if (!s) {
       s = new LiveSession(sessionId, file, format, this.newModel(sessionId), this.now());
       this.sessions.set(sessionId, s);
@@ -128,10 +136,58 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return s;
   }
 
+  /**
+   * The agent's own message list for a session (`session.sync`), in order, as normalized
+   * messages with stable ids. When the list shares a prefix with the last one fed (and the
+   * model is unchanged since), what differs after it is truncated and the rest appended; any
+   * other list (an edit applied, the agent's own compaction, a new budget) rebuilds the model. Creates the session when it is new; a tailed session of the
+   * same id is taken over. Message indexes of later plans are indexes into this list.
+   */
+  feed(sessionId: string, messages: readonly Message[], budgetTokens: number | undefined): { session: LiveSession; rebuilt: boolean } {
+    let s = this.sessions.get(sessionId);
+    if (!s) {
+      s = new LiveSession(sessionId, `socket:${sessionId}`, 'openai-chat', this.newModel(sessionId, budgetTokens), this.now());
+      this.sessions.set(sessionId, s);
+      this.log.info({ sessionId, messages: messages.length }, 'session opened (fed over the socket)');
+    }
+    const ids = messages.map((m) => m.id);
+    const f = s.fed;
+    // Messages shared with the last list fed (an agent's request often ends in ephemeral
+    // messages that the next one replaces): the rest of the old list is truncated away.
+    let common = 0;
+    if (f !== undefined && f.version === s.model.version && f.budgetTokens === budgetTokens) {
+      while (common < f.ids.length && common < ids.length && f.ids[common] === ids[common]) common++;
+    }
+    const extends_ = f !== undefined && common > 0;
+    let fresh: readonly Message[] = messages;
+    const events: TranscriptEvent[] = [];
+    if (extends_) {
+      if (common < f.ids.length) events.push({ type: 'truncate', keepThroughId: ids[common - 1] as string, reason: 'the agent sent a shorter or different tail' });
+      fresh = messages.slice(common);
+    } else {
+      if (f === undefined && s.file !== `socket:${sessionId}`) this.log.info({ sessionId, file: s.file }, 'session now fed over the socket; its transcript is no longer read into the model');
+      s.model = this.newModel(sessionId, budgetTokens);
+      s.lastPlannedVersion = -1;
+      this.expirePlansOf(sessionId, 'the agent sent a different context');
+    }
+    for (const message of fresh) events.push({ type: 'message', message });
+    s.model.applyAll(events);
+    s.fed = { ids, version: s.model.version, budgetTokens };
+    s.lastActivityAt = this.now();
+    if (fresh.length > 0) s.ended = false;
+    this.afterChange(s);
+    return { session: s, rebuilt: !extends_ };
+  }
+
+  /** The watermarks sessions are judged by (for clients that compute zones). */
+  watermarks(): { reserveRatio: number; softWatermark: number; hysteresis: number } {
+    return { reserveRatio: this.options.reserveRatio, softWatermark: this.options.softWatermark, hysteresis: this.options.hysteresis };
+  }
+
   /** The transcript was truncated or replaced: drop the model; the tailer re-reads from 0. */
   resetSession(file: string, sessionId: string, reason: string): void {
     const s = this.sessions.get(sessionId);
-    if (!s) return;
+    if (!s || s.fed) return;
     s.model = this.newModel(sessionId);
     s.lastPlannedVersion = -1;
     s.lastLogged = undefined;
@@ -213,12 +269,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     await Promise.allSettled([...this.all().map((s) => s.planning ?? Promise.resolve()), ...this.inFlight]);
   }
 
-  private newModel(sessionId: string): SessionModel {
+  private newModel(sessionId: string, budgetTokens = this.options.budgetTokens): SessionModel {
     return new SessionModel({
       sessionId,
       tokenCounter: this.deps.tokenCounter,
       reserveRatio: this.options.reserveRatio,
-      ...(this.options.budgetTokens !== undefined ? { budgetTokens: this.options.budgetTokens } : {}),
+      ...(budgetTokens !== undefined ? { budgetTokens } : {}),
     });
   }
 

@@ -30,8 +30,9 @@ export class WarmService {
   }
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
-    // The whole transcript, compacted-away history included: harvest wants the originals.
-    const { messages } = await loadTranscript(s.file);
+    // The whole transcript, compacted-away history included: harvest wants the originals. A
+    // session fed over the socket has no transcript here: its live messages are what we have.
+    const messages = s.fed ? [...s.model.messages()] : (await loadTranscript(s.file)).messages;
     const meta = s.model.meta();
     const result = await harvestSession(
       { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },

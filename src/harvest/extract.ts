@@ -4,7 +4,7 @@
  * knowledge items, task type and a simhash fingerprint. Pure; text is NOT yet redacted.
  */
 import { createHash } from 'node:crypto';
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { termsOf, type KnowledgeInput, type TaskType, type TemplateItemInput, type UserPatternInput } from '../store/templates.js';
 import { classifySession, extractMarkers, relativePath, repoName, type Marker } from './markers.js';

@@ -6,7 +6,7 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { TranscriptDecoder, sessionIdForFile } from '../ingest/decoder.js';
-import type { Message, SessionMeta, TranscriptEvent } from '../ingest/types.js';
+import type { Message, SessionMeta, TranscriptEvent } from '../model/messages.js';
 import type { Outcome } from '../store/templates.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { harvestSession, type HarvestDeps, type HarvestResult } from './harvest.js';

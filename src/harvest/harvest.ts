@@ -6,7 +6,7 @@
  * secretlint pass), and logs carry counts and ids only.
  */
 import { createHash } from 'node:crypto';
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import type { TokenCounter } from '../model/tokens.js';
 import type { Logger } from '../util/logger.js';
 import { termsOf, type Outcome, type TemplateInput, type TemplateStore, type ValueScore } from '../store/templates.js';

@@ -2,7 +2,7 @@
  * Context markers (paths, URLs, repositories, commands) and session task type. Pure.
  */
 import { hostedRepo, normalizeRepo } from '../store/repo.js';
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import { classifyTaskText, type TaskType } from '../store/templates.js';
 import type { ToolExchange } from './toolcalls.js';
 

@@ -6,7 +6,7 @@
  * recoveries, successful verification commands, edited files, user questions); their
  * confidence grows with the number of sessions that produced the same text (store side).
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import type { KnowledgeInput, UserPatternInput } from '../store/templates.js';
 import type { Recovery } from './recovery.js';
 import type { ToolExchange } from './toolcalls.js';

@@ -3,7 +3,7 @@
  * what a call was about (a shell command's head, a file path, a search pattern, a URL) and a
  * normalized error signature for failures. Pure.
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from '../model/messages.js';
 import { baseToolName, isReadTool, isWriteTool } from '../model/toolargs.js';
 
 export const TOOL_KINDS = ['shell', 'read', 'edit', 'search', 'web', 'other'] as const;

@@ -11,7 +11,8 @@ import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import { LineFramer } from '../util/framer.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import type { LineCounts, TranscriptAdapter, TranscriptEvent, TranscriptFormat } from './types.js';
+import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js';
+import type { TranscriptEvent } from '../model/messages.js';
 import { createAdapter, detectFormat } from './detect.js';
 
 export const DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024;

@@ -5,7 +5,7 @@ export * from './types.js';
 export { detectFormat, createAdapter } from './detect.js';
 export { createClaudeCodeAdapter, isInjectedClaudeText } from './adapters/claude-code.js';
 export { createCodexAdapter, decodeCodexOutput } from './adapters/codex.js';
-export { createOpenAIChatAdapter } from './adapters/openai-chat.js';
+export { createOpenAIChatAdapter, normalizeOpenAIMessages } from './adapters/openai-chat.js';
 export { parseTimestamp } from './adapters/common.js';
 export {
   TranscriptDecoder,

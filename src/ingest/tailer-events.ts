@@ -1,7 +1,8 @@
 /**
  * The Tailer's public types: lifecycle states, the typed event map and its payloads.
  */
-import type { LineCounts, TranscriptEvent, TranscriptFormat } from './types.js';
+import type { LineCounts, TranscriptFormat } from './types.js';
+import type { TranscriptEvent } from '../model/messages.js';
 import type { LineError } from './decoder.js';
 
 export const TAILER_STATES = ['new', 'running', 'closing', 'closed'] as const;

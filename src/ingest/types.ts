@@ -1,93 +1,14 @@
 /**
- * The normalized message stream every transcript adapter produces.
+ * Ingest's own types: transcript format names, per-file line counts and the adapter contract.
  *
  * Adapters are stateful per file (they pair tool calls, deduplicate usage, follow the
- * Claude Code DAG) and turn each raw JSONL line into zero or more `TranscriptEvent`s.
- * The model (src/model) consumes these events and knows nothing of the raw formats.
+ * Claude Code DAG) and turn each raw JSONL line into zero or more `TranscriptEvent`s
+ * (defined in model/messages.ts, which knows nothing of the raw formats).
  */
+import type { TranscriptEvent } from '../model/messages.js';
 
 export const TRANSCRIPT_FORMATS = ['openai-chat', 'claude-code', 'codex'] as const;
 export type TranscriptFormat = (typeof TRANSCRIPT_FORMATS)[number];
-
-export type Role = 'system' | 'user' | 'assistant' | 'tool';
-
-/** A tool invocation requested by the assistant. */
-export interface ToolCall {
-  /** Id used to pair the call with its result (Claude tool_use.id, Codex call_id, OpenAI tool_calls[].id). */
-  readonly id: string;
-  readonly name: string;
-  /** Arguments as the agent wrote them (usually a JSON string). */
-  readonly arguments: string;
-}
-
-/** One normalized message. A Claude content block or a Codex response item becomes one message. */
-export interface Message {
-  /** Stable id within the session (Claude uuid, Codex call id / line offset, openai line offset). */
-  readonly id: string;
-  readonly role: Role;
-  /** Plain text content (parts joined with newlines). Opaque blobs are not included. */
-  readonly text: string;
-  /** Hidden reasoning / thinking text (Claude thinking, Codex reasoning summary, hermes `reasoning`). */
-  readonly reasoning?: string;
-  /** Tool calls requested by this (assistant) message. */
-  readonly toolCalls?: readonly ToolCall[];
-  /** For role 'tool': the id of the call this message answers. */
-  readonly toolCallId?: string;
-  /** For role 'tool': the name of the tool, when known. */
-  readonly toolName?: string;
-  /** For role 'tool': the tool reported failure (is_error, non-zero exit code, `"error"` payload). */
-  readonly isError?: boolean;
-  /**
-   * Harness-injected content that is not a real prompt (Claude isMeta/<system-reminder>,
-   * Codex <environment_context> / AGENTS.md, command output echoes).
-   */
-  readonly injected?: boolean;
-  /** A compaction summary written by the agent itself (Claude isCompactSummary, hermes compaction note). */
-  readonly isSummary?: boolean;
-  /** Number of images / opaque binary parts; counted by a fixed token estimate, never tokenized. */
-  readonly imageCount?: number;
-  /** Epoch milliseconds, when the transcript has a timestamp. */
-  readonly timestamp?: number;
-  /** Model name found on this message, if any. */
-  readonly model?: string;
-  /** Byte offset of the source line in the file (for diagnostics). */
-  readonly sourceOffset?: number;
-}
-
-/** Session-level facts found in a transcript. */
-export interface SessionMeta {
-  readonly sessionId?: string;
-  readonly model?: string;
-  readonly cwd?: string;
-  readonly repo?: string;
-  /** Context window reported by the agent itself (Codex model_context_window). */
-  readonly contextWindow?: number;
-}
-
-export type TranscriptEvent =
-  /** A message joins the live context. */
-  | { readonly type: 'message'; readonly message: Message }
-  /**
-   * The agent reported how many tokens its context holds right now (Claude message.usage
-   * input + cache tokens, deduplicated by message id; Codex last_token_usage.input_tokens).
-   */
-  | { readonly type: 'usage'; readonly contextTokens: number; readonly atMessageId?: string }
-  /** Session facts (may arrive several times; later values win). */
-  | { readonly type: 'meta'; readonly meta: SessionMeta }
-  /**
-   * Everything after message `keepThroughId` leaves the live context (a Claude rewind or
-   * branch switch). `keepThroughId: null` clears the whole context.
-   */
-  | { readonly type: 'truncate'; readonly keepThroughId: string | null; readonly reason: string }
-  /**
-   * The agent compacted its own context: all earlier history is replaced by the messages
-   * that follow (Codex `compacted`, Claude compact_boundary).
-   */
-  | { readonly type: 'reset'; readonly reason: string }
-  /** A turn ended (Claude end_turn, Codex task_complete / turn_aborted, hermes finish_reason stop). */
-  | { readonly type: 'turn-end'; readonly timestamp?: number }
-  /** A line that parsed as JSON but whose type this adapter does not model. Counted, never fatal. */
-  | { readonly type: 'unknown'; readonly lineType: string };
 
 /** Counts a tailer or offline reader keeps about the raw lines of one file. */
 export interface LineCounts {

@@ -341,6 +341,19 @@ export class ContextdClient extends EventEmitter<ContextdClientEvents> {
     return this.request(METHODS.status, {});
   }
 
+  /**
+   * Hand over the message list the agent is about to send (OpenAI chat form) for a session the
+   * daemon does not tail; later plans index into this list. Subscribes this connection to it.
+   */
+  sync(params: ParamsInput<'session.sync'>): Promise<ResultOf<'session.sync'>> {
+    return this.request(METHODS.sync, params);
+  }
+
+  /** Search archived originals by what they are about (SQLite FTS5, best match first). */
+  archiveSearch(params: ParamsInput<'archive.search'>): Promise<ResultOf<'archive.search'>> {
+    return this.request(METHODS.search, params);
+  }
+
   /** Session ids of the subscriptions that will be restored after a reconnect. */
   subscribedSessions(): string[] {
     return [...this.subscriptions.values()].flatMap((s) => (s.sessionId ? [s.sessionId] : []));

@@ -29,6 +29,8 @@ export const METHODS = {
   endSession: 'session.end',
   bootstrap: 'warm.bootstrap',
   status: 'daemon.status',
+  search: 'archive.search',
+  sync: 'session.sync',
 } as const;
 export type MethodName = (typeof METHODS)[keyof typeof METHODS];
 
@@ -148,6 +150,33 @@ export const BootstrapParamsSchema = z.strictObject({
 
 export const StatusParamsSchema = z.strictObject({});
 
+/** Most messages one `session.sync` may carry. */
+export const MAX_SYNC_MESSAGES = 100_000;
+
+/**
+ * `session.sync`: an agent that builds its own requests (hermes' context engine) hands over the
+ * message list it is about to send, in OpenAI chat form; plans for the session then index into
+ * that list. Entries are loose (`role`, `content`, `tool_calls`, `tool_call_id`, `name`, plus
+ * `isSummary: true` for a summary the agent put in from an earlier plan).
+ */
+export const SyncParamsSchema = z.strictObject({
+  sessionId: nonEmpty,
+  messages: z.array(z.looseObject({ role: z.string().min(1) })).max(MAX_SYNC_MESSAGES),
+  /** The model's context window for this session (default: the daemon's budget or a preset). */
+  budgetTokens: z.number().int().positive().optional(),
+});
+
+/** Most hits one `archive.search` may ask for. */
+export const MAX_SEARCH_LIMIT = 50;
+
+export const SearchParamsSchema = z.strictObject({
+  /** Free text; punctuation is ignored, words are matched (any of them, best BM25 first). */
+  query: z.string().min(1).max(4000),
+  /** Search only this session's archive. */
+  sessionId: nonEmpty.optional(),
+  limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).default(5),
+});
+
 /** The params schema of every method, by wire name. */
 export const PARAMS_SCHEMAS = {
   [METHODS.initialize]: InitializeParamsSchema,
@@ -160,6 +189,8 @@ export const PARAMS_SCHEMAS = {
   [METHODS.endSession]: EndParamsSchema,
   [METHODS.bootstrap]: BootstrapParamsSchema,
   [METHODS.status]: StatusParamsSchema,
+  [METHODS.search]: SearchParamsSchema,
+  [METHODS.sync]: SyncParamsSchema,
 } as const satisfies Record<MethodName, z.ZodType>;
 
 /** Params as a handler receives them (defaults applied). */
@@ -176,6 +207,8 @@ export type RecallParams = ParamsOf<'section.recall'>;
 export type EndParams = ParamsOf<'session.end'>;
 export type BootstrapParams = ParamsOf<'warm.bootstrap'>;
 export type BootstrapParamsInput = ParamsInput<'warm.bootstrap'>;
+export type SearchParams = ParamsOf<'archive.search'>;
+export type SyncParams = ParamsOf<'session.sync'>;
 
 /** True when `method` is one of the protocol's request methods. */
 export function isMethodName(method: string): method is MethodName {

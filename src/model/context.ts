@@ -3,7 +3,7 @@
  * index kept incrementally: token total, term statistics, tool-call pairing, density groups.
  * Internal to the model; `SessionModel` is the public face.
  */
-import type { Message } from '../ingest/types.js';
+import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
 import { similarity } from './density.js';
 import {

@@ -3,7 +3,7 @@
  * split into (an assistant message with N tool calls has a text fragment and N call
  * fragments), and section records. Not exported from the barrel.
  */
-import type { Message, ToolCall } from '../ingest/types.js';
+import type { Message, ToolCall } from './messages.js';
 import { densityFeatures, type DensityFeatures } from './density.js';
 import { looksLikeStackTrace } from './classify.js';
 import { IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';

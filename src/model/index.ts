@@ -23,6 +23,7 @@ export {
 export { isAcknowledgement, isDecisionText, looksLikeStackTrace } from './classify.js';
 export { words, termStats } from './text.js';
 export * from './types.js';
+export * from './messages.js';
 export {
   createTokenCounter,
   encodingForModel,

@@ -6,7 +6,7 @@
  * relevance, recency, density) are recomputed lazily, only when `sections()` (or a reader of
  * scores) is called after a change, and without tokenizer calls.
  */
-import type { Message, SessionMeta, TranscriptEvent } from '../ingest/types.js';
+import type { Message, SessionMeta, TranscriptEvent } from './messages.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { DEFAULT_RESERVE_RATIO, resolveBudget } from './budget.js';
 import { Calibrator, type Calibration } from './calibration.js';

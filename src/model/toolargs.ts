@@ -4,7 +4,7 @@
  * Codex (shell/exec_command/apply_patch), hermes/SWE-agent (terminal, view, str_replace_editor,
  * open, edit) and shell commands (cat/head/tail/sed/nl/less/bat, sed -i, tee, redirects).
  */
-import type { ToolCall } from '../ingest/types.js';
+import type { ToolCall } from './messages.js';
 
 export interface ToolAction {
   /** The shell command, when the call ran one. */

@@ -1,6 +1,18 @@
-import type { Message } from '../ingest/types.js';
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
+import { matchText } from './fts.js';
+
+/**
+ * One archived original message. The store keeps it as JSON and reads back only what it
+ * names here; any normalized transcript message fits (store is a leaf and knows no model).
+ */
+export interface ArchivedMessage {
+  readonly id: string;
+  readonly role: string;
+  readonly text: string;
+  readonly toolName?: string;
+  readonly toolCalls?: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
+}
 
 /** The originals a compaction edit replaced, kept so `section.recall` can return them. */
 export interface ArchivedEdit {
@@ -10,9 +22,27 @@ export interface ArchivedEdit {
   readonly editId?: string | undefined;
   readonly reason: string;
   readonly sectionIds: readonly string[];
-  readonly messages: readonly Message[];
+  readonly messages: readonly ArchivedMessage[];
   readonly tokens: number;
   readonly createdAt: number;
+}
+
+/** One `archive.search` hit: an archived edit and how well it matched (higher is better). */
+export interface ArchiveHit {
+  readonly handle: string;
+  readonly sessionId: string;
+  /** Negated FTS5 BM25: positive, higher is a better match. Comparable within one query only. */
+  readonly score: number;
+  readonly reason: string;
+  readonly messages: readonly ArchivedMessage[];
+}
+
+/** Options of `Archive.search`. */
+export interface ArchiveSearchOptions {
+  /** Only this session's archive. */
+  readonly sessionId?: string | undefined;
+  /** Most hits returned (default 5). */
+  readonly limit?: number | undefined;
 }
 
 interface Row {
@@ -32,6 +62,8 @@ export class Archive {
   private readonly insert;
   private readonly byHandle;
   private readonly relink;
+  private readonly searchAll;
+  private readonly searchSession;
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
@@ -39,6 +71,14 @@ export class Archive {
        VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt)`,
     );
     this.byHandle = db.prepare(`SELECT * FROM archive WHERE handle = ?`);
+    this.searchAll = db.prepare(
+      `SELECT a.*, bm25(archive_fts) AS bm25 FROM archive_fts f JOIN archive a ON a.handle = f.handle
+       WHERE archive_fts MATCH @match ORDER BY bm25 LIMIT @limit`,
+    );
+    this.searchSession = db.prepare(
+      `SELECT a.*, bm25(archive_fts) AS bm25 FROM archive_fts f JOIN archive a ON a.handle = f.handle
+       WHERE archive_fts MATCH @match AND f.session_id = @sessionId ORDER BY bm25 LIMIT @limit`,
+    );
     this.relink = db.prepare(`UPDATE archive SET plan_id = @planId, edit_id = @editId, reason = @reason, created_at = @createdAt WHERE handle = @handle`);
   }
 
@@ -73,18 +113,28 @@ export class Archive {
 
   get(handle: string): ArchivedEdit | undefined {
     const r = this.byHandle.get(handle) as Row | undefined;
-    if (!r) return undefined;
-    return {
-      handle: r.handle,
-      sessionId: r.session_id,
-      planId: r.plan_id ?? undefined,
-      editId: r.edit_id ?? undefined,
-      reason: r.reason,
-      sectionIds: JSON.parse(r.section_ids) as string[],
-      messages: JSON.parse(r.messages) as Message[],
-      tokens: r.tokens,
-      createdAt: r.created_at,
-    };
+    return r ? fromRow(r) : undefined;
+  }
+
+  /**
+   * Archived edits whose originals match `query` (free text: words are OR-ed, punctuation is
+   * ignored), best BM25 match first. A query with no letters or digits finds nothing.
+   */
+  search(query: string, options: ArchiveSearchOptions = {}): ArchiveHit[] {
+    const match = matchText(query);
+    if (match === undefined) return [];
+    const limit = options.limit ?? 5;
+    let rows: (Row & { bm25: number })[];
+    try {
+      rows = (
+        options.sessionId !== undefined
+          ? this.searchSession.all({ match, sessionId: options.sessionId, limit })
+          : this.searchAll.all({ match, limit })
+      ) as (Row & { bm25: number })[];
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot search the archive');
+    }
+    return rows.map((r) => ({ handle: r.handle, sessionId: r.session_id, score: -r.bm25, reason: r.reason, messages: JSON.parse(r.messages) as ArchivedMessage[] }));
   }
 
   count(sessionId?: string): number {
@@ -93,4 +143,18 @@ export class Archive {
       : (this.db.prepare(`SELECT COUNT(*) AS n FROM archive`).get() as { n: number });
     return row.n;
   }
+}
+
+function fromRow(r: Row): ArchivedEdit {
+  return {
+    handle: r.handle,
+    sessionId: r.session_id,
+    planId: r.plan_id ?? undefined,
+    editId: r.edit_id ?? undefined,
+    reason: r.reason,
+    sectionIds: JSON.parse(r.section_ids) as string[],
+    messages: JSON.parse(r.messages) as ArchivedMessage[],
+    tokens: r.tokens,
+    createdAt: r.created_at,
+  };
 }

@@ -8,6 +8,20 @@ export interface Migration {
   readonly sql: string;
 }
 
+/**
+ * SQL expression for the searchable text of an archive row's `messages` JSON: every message's
+ * text and reasoning, tool names, and each tool call's name and arguments, newline-joined.
+ */
+function archiveBodySql(messages: string): string {
+  return `(SELECT group_concat(part, char(10)) FROM (
+      SELECT json_extract(m.value, '$.text') AS part FROM json_each(${messages}) m
+      UNION ALL SELECT json_extract(m.value, '$.reasoning') FROM json_each(${messages}) m
+      UNION ALL SELECT json_extract(m.value, '$.toolName') FROM json_each(${messages}) m
+      UNION ALL SELECT json_extract(c.value, '$.name') || ' ' || json_extract(c.value, '$.arguments')
+        FROM json_each(${messages}) m, json_each(m.value, '$.toolCalls') c
+    ))`;
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -144,6 +158,34 @@ export const MIGRATIONS: readonly Migration[] = [
         harvested_at  INTEGER NOT NULL
       );
       CREATE VIRTUAL TABLE IF NOT EXISTS templates_fts USING fts5(body);
+    `,
+  },
+  {
+    version: 3,
+    name: 'full-text index over archived originals (archive.search)',
+    // One FTS5 row per archive row, its body the archived messages' text, tool names and tool
+    // call arguments, extracted from the JSON in SQL so an archive write stays one statement
+    // from the caller's side. The handle is kept as an unindexed column rather than relying on
+    // the archive's implicit rowid, which VACUUM may renumber. Existing rows are indexed here.
+    sql: `
+      CREATE VIRTUAL TABLE IF NOT EXISTS archive_fts USING fts5(
+        body, handle UNINDEXED, session_id UNINDEXED,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+      );
+      CREATE TRIGGER IF NOT EXISTS archive_fts_insert AFTER INSERT ON archive BEGIN
+        INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
+      END;
+      CREATE TRIGGER IF NOT EXISTS archive_fts_delete AFTER DELETE ON archive BEGIN
+        DELETE FROM archive_fts WHERE handle = old.handle;
+      END;
+      CREATE TRIGGER IF NOT EXISTS archive_fts_update AFTER UPDATE OF messages, session_id ON archive BEGIN
+        DELETE FROM archive_fts WHERE handle = old.handle;
+        INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
+      END;
+      DELETE FROM archive_fts WHERE handle NOT IN (SELECT handle FROM archive);
+      INSERT INTO archive_fts (body, handle, session_id)
+        SELECT ${archiveBodySql('a.messages')}, a.handle, a.session_id FROM archive a
+        WHERE a.handle NOT IN (SELECT handle FROM archive_fts);
     `,
   },
 ];

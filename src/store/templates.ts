@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
+import { matchAny } from './fts.js';
 import {
   DEFAULT_HALF_LIFE_MS,
   itemConfidence,
@@ -366,9 +367,8 @@ export class TemplateStore {
 
   /** BM25 matches for the given terms (any of them), best first; `rank` is positive, higher is better. */
   search(terms: readonly string[], limit = 50): { templateId: string; rank: number }[] {
-    const clean = [...new Set(terms.map((t) => t.replace(/"/g, '')).filter((t) => t.length > 0))].slice(0, 64);
-    if (clean.length === 0) return [];
-    const query = clean.map((t) => `"${t}"`).join(' OR ');
+    const query = matchAny(terms);
+    if (query === undefined) return [];
     const rows = this.run('search templates', () =>
       this.db
         .prepare(

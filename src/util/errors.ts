@@ -22,6 +22,9 @@ export const ErrorCode = {
   SUMMARIZER_FAILED: 'SUMMARIZER_FAILED',
   LIFECYCLE: 'LIFECYCLE',
   DAEMON_UNREACHABLE: 'DAEMON_UNREACHABLE',
+  HOOK_INPUT_INVALID: 'HOOK_INPUT_INVALID',
+  SETTINGS_INVALID: 'SETTINGS_INVALID',
+  FORK_FAILED: 'FORK_FAILED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Message, TranscriptEvent } from '../../src/ingest/types.js';
+import type { Message, TranscriptEvent } from '../../src/model/messages.js';
 import { SessionModel } from '../../src/model/index.js';
 
 /** The shared corpus; tests depending on it fail loudly when it is missing. */

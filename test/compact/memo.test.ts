@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { generateSession } from '../../bench/retention.js';
-import type { Message } from '../../src/ingest/types.js';
+import { generateSession } from '../../src/bench/retention.js';
+import type { Message } from '../../src/model/messages.js';
 import { memoList, memoMessage } from '../../src/compact/memo.js';
 import { planCompaction, SummaryCache } from '../../src/compact/planner.js';
 import { redundantToolOutput } from '../../src/compact/detectors/index.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { applyPlan, handleFor, planCompaction, SummaryCache } from '../../src/compact/planner.js';
 import type { Summarizer } from '../../src/compact/types.js';
 import { isContextdError } from '../../src/util/errors.js';
-import { generateSession } from '../../bench/retention.js';
+import { generateSession } from '../../src/bench/retention.js';
 import { SessionModel } from '../../src/model/index.js';
 import { Script, fileBody, jsTrace } from './helpers.js';
 

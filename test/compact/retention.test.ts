@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { benchRetention, contextText, corpusProbes, generateSession, normalizeProbe, PROBE_CATEGORIES } from '../../bench/retention.js';
+import { benchRetention, contextText, corpusProbes, generateSession, normalizeProbe, PROBE_CATEGORIES } from '../../src/bench/retention.js';
 import { readTranscriptFile } from '../../src/ingest/decoder.js';
 import { SessionModel } from '../../src/model/index.js';
 import { toChat } from '../../src/compact/render.js';

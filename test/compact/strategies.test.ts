@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Message, TranscriptEvent } from '../../src/ingest/types.js';
+import type { Message, TranscriptEvent } from '../../src/model/messages.js';
 import { readTranscriptFile } from '../../src/ingest/decoder.js';
 import { SessionModel } from '../../src/model/index.js';
 import { compactWithStrategy, MASK_PLACEHOLDER, STRATEGIES, type CompactResult } from '../../src/compact/index.js';

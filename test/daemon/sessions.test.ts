@@ -10,7 +10,7 @@ import { createTokenCounter } from '../../src/model/tokens.js';
 import { createSummarizer, type Plan } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
-import type { TranscriptEvent } from '../../src/ingest/types.js';
+import type { TranscriptEvent } from '../../src/model/messages.js';
 
 const dirs: string[] = [];
 const dbs: Db[] = [];

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { harvestFiles, harvestSession, listTranscriptFiles, sessionFromEvents } from '../../src/harvest/index.js';
-import type { Message } from '../../src/ingest/types.js';
+import type { Message } from '../../src/model/messages.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { TemplateStore } from '../../src/store/templates.js';
 import { silentLogger } from '../../src/util/logger.js';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Message } from '../../src/ingest/types.js';
+import type { Message } from '../../src/model/messages.js';
 import { openDb, type Db } from '../../src/store/db.js';
 import { TemplateStore } from '../../src/store/templates.js';
 

@@ -10,8 +10,8 @@ import {
   parseTimestamp,
   TRANSCRIPT_FORMATS,
   type TranscriptAdapter,
-  type TranscriptEvent,
 } from '../../src/ingest/index.js';
+import type { TranscriptEvent } from '../../src/model/messages.js';
 import { messages } from './helpers.js';
 
 /** Feed objects through an adapter with fake, increasing offsets. */

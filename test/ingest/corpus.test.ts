@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { readTranscriptFile, type TranscriptEvent } from '../../src/ingest/index.js';
+import { readTranscriptFile } from '../../src/ingest/index.js';
+import type { TranscriptEvent } from '../../src/model/messages.js';
 import { corpusJsonlFiles, corpusPath, expectedFormat, jsonLines, messages } from './helpers.js';
 
 type Obj = Record<string, unknown>;

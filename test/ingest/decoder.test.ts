@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isContextdError } from '../../src/util/errors.js';
-import { readTranscriptFile, sessionIdForFile, TranscriptDecoder, type LineError, type TranscriptEvent } from '../../src/ingest/index.js';
+import { readTranscriptFile, sessionIdForFile, TranscriptDecoder, type LineError } from '../../src/ingest/index.js';
+import type { TranscriptEvent } from '../../src/model/messages.js';
 import { corpusJsonlFiles, corpusPath, jsonl, messages } from './helpers.js';
 
 describe('TranscriptDecoder', () => {

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Message, TranscriptEvent, TranscriptFormat } from '../../src/ingest/index.js';
+import type { TranscriptFormat } from '../../src/ingest/index.js';
+import type { Message, TranscriptEvent } from '../../src/model/messages.js';
 
 /** The shared real-transcript corpus (read-only). Tests fail loudly when it is missing. */
 export const CORPUS_DIR = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));

@@ -1,4 +1,5 @@
-import type { Message, Tailer, TailerEvents, TranscriptEvent } from '../../src/ingest/index.js';
+import type { Tailer, TailerEvents } from '../../src/ingest/index.js';
+import type { Message, TranscriptEvent } from '../../src/model/messages.js';
 
 type Name = keyof TailerEvents;
 export interface Logged {

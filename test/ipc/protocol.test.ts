@@ -43,7 +43,7 @@ describe('protocol constants', () => {
   it('names every method of design §6 and both notifications', () => {
     expect(PROTOCOL_VERSION).toBe(1);
     expect(Object.values(METHODS).sort()).toEqual(
-      ['compaction.ack', 'daemon.status', 'initialize', 'section.recall', 'session.compact', 'session.end', 'session.headroom', 'session.sections', 'session.subscribe', 'warm.bootstrap'].sort(),
+      ['archive.search', 'compaction.ack', 'daemon.status', 'initialize', 'section.recall', 'session.compact', 'session.end', 'session.headroom', 'session.sections', 'session.subscribe', 'session.sync', 'warm.bootstrap'].sort(),
     );
     expect(Object.values(NOTIFICATIONS).sort()).toEqual(['compaction.proposed', 'session.headroom']);
     for (const m of Object.values(METHODS)) expect(isMethodName(m)).toBe(true);

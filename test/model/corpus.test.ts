@@ -5,7 +5,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readTranscriptFile, type TranscriptFile } from '../../src/ingest/index.js';
-import type { Message } from '../../src/ingest/types.js';
+import type { Message } from '../../src/model/messages.js';
 import { SessionModel, isAcknowledgement, createTokenCounter, type Section } from '../../src/model/index.js';
 
 const CORPUS = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));

@@ -1,4 +1,4 @@
-import type { Message, ToolCall, TranscriptEvent } from '../../src/ingest/types.js';
+import type { Message, ToolCall, TranscriptEvent } from '../../src/model/messages.js';
 import { createTokenCounter, type TokenCounter } from '../../src/model/index.js';
 
 export function msg(m: Partial<Message> & Pick<Message, 'id' | 'role'>): TranscriptEvent {

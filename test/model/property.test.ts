@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { TranscriptEvent } from '../../src/ingest/types.js';
+import type { TranscriptEvent } from '../../src/model/messages.js';
 import { SessionModel, createTokenCounter, type Section } from '../../src/model/index.js';
 import { asst, call, callMsg, prose, result, user } from './helpers.js';
 

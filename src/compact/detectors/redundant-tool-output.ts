@@ -3,7 +3,7 @@
  * (same command, or near-identical output) repeats. The newest is kept; the older becomes
  * a pointer "same as <newer> except …".
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import { toolAction } from '../../model/toolargs.js';
 import { jaccard } from '../text.js';

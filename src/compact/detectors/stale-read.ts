@@ -4,7 +4,7 @@
  */
 import { canonicalPath, samePath, toolAction } from '../../model/toolargs.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import { memoList } from '../memo.js';
 import { callsOf, isCompactable, memoMessages } from './util.js';
 

@@ -4,7 +4,7 @@
  * since the last user message (or the previous pivot) become a candidate; the summary keeps
  * their conclusion.
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList } from '../memo.js';

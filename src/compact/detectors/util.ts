@@ -1,5 +1,5 @@
 /** Helpers shared by the detectors. */
-import type { Message, ToolCall } from '../../ingest/types.js';
+import type { Message, ToolCall } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import type { DetectorContext } from '../types.js';
 

@@ -6,7 +6,7 @@
  * URLs, identifiers, and the conclusion (last sentences) of the assistant's reasoning.
  * Output is bounded by `maxTokens` (≈ 3.5 chars per token).
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import { traceEssentials } from '../detectors/verbose-error-trace.js';
 import {
   clip,

@@ -3,7 +3,7 @@
  * vLLM …). Any failure — network error, timeout, non-2xx, malformed reply — falls back to the
  * extractive summary and is counted in `stats`. It is async and never on the ingest path.
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import { describeError } from '../../util/errors.js';
 import type { Logger } from '../../util/logger.js';
 import { clip } from '../text.js';

@@ -18,7 +18,7 @@
  * Nothing is invented: every word printed is a word of the originals, a date heading, or a
  * date resolved from one.
  */
-import type { Message } from '../../ingest/types.js';
+import type { Message } from '../../model/messages.js';
 import { STOPWORDS } from '../../model/text.js';
 import type { SummarizeInput } from '../types.js';
 

@@ -17,7 +17,8 @@
  * - `compact_boundary` → `reset`; `isCompactSummary` → `isSummary`; harness-injected user
  *   content → `injected`.
  */
-import type { Message, SessionMeta, ToolCall, TranscriptAdapter, TranscriptEvent } from '../types.js';
+import type { TranscriptAdapter } from '../types.js';
+import type { Message, SessionMeta, ToolCall, TranscriptEvent } from '../../model/messages.js';
 import { argsString, arr, num, obj, parseTimestamp, partsText, str, type JsonObject, withSourceOffset } from './common.js';
 
 /** Line types Claude Code writes that never carry model context by themselves. */

@@ -10,7 +10,8 @@
  * are marked injected. Message ids are `L<byteOffset>` (`L<byteOffset>#<i>` inside a
  * `compacted` line's replacement history).
  */
-import type { Message, ToolCall, TranscriptAdapter, TranscriptEvent } from '../types.js';
+import type { TranscriptAdapter } from '../types.js';
+import type { Message, ToolCall, TranscriptEvent } from '../../model/messages.js';
 import {
   argsString,
   arr,

@@ -15,7 +15,9 @@
  *   `exit_code`; plain text starting with `Error:`.
  * - Message ids are `L<byteOffset>`.
  */
-import type { Message, Role, ToolCall, TranscriptAdapter, TranscriptEvent } from '../types.js';
+import { createHash } from 'node:crypto';
+import type { TranscriptAdapter } from '../types.js';
+import type { Message, Role, ToolCall, TranscriptEvent } from '../../model/messages.js';
 import { argsString, arr, isObject, jsonResultFailed, obj, parseTimestamp, partsText, str, textResultFailed, tryJson, type JsonObject, withSourceOffset } from './common.js';
 
 const COMPACTION_PREFIX = '[CONTEXT COMPACTION';
@@ -100,6 +102,11 @@ class OpenAIChatAdapter implements TranscriptAdapter {
     out.push({ type: 'meta', meta: { model } });
   }
 
+  /** One message entry as events (for `normalizeOpenAIMessages`). */
+  onMessageOf(m: JsonObject, id: string, out: TranscriptEvent[]): void {
+    this.onMessage(m, id, out);
+  }
+
   private onMessage(m: JsonObject, id: string, out: TranscriptEvent[]): void {
     const rawRole = str(m['role']);
     const role = rawRole !== undefined ? ROLE_MAP[rawRole] : undefined;
@@ -153,4 +160,33 @@ class OpenAIChatAdapter implements TranscriptAdapter {
 /** A fresh, stateful OpenAI-chat / hermes adapter for one file. */
 export function createOpenAIChatAdapter(): TranscriptAdapter {
   return new OpenAIChatAdapter();
+}
+
+/**
+ * Normalize a message list an agent hands over directly (`session.sync`): exactly one message
+ * per entry, in order, so the indexes of later plans are indexes into the agent's own list.
+ * Entries the transcript reader would skip as empty are kept with empty text. Ids are content
+ * hashes (`c_` + 16 hex, `#n` for the n-th repeat), stable when the list is sent again with
+ * more messages. `isSummary: true` on an entry marks a summary the agent put in earlier.
+ * Throws a RangeError naming the index of an entry whose role is not an OpenAI chat role.
+ */
+export function normalizeOpenAIMessages(list: readonly JsonObject[]): Message[] {
+  const adapter = new OpenAIChatAdapter();
+  const seen = new Map<string, number>();
+  return list.map((entry, i) => {
+    const role = ROLE_MAP[str(entry['role']) ?? ''];
+    if (role === undefined || str(entry['role']) === 'session_meta') throw new RangeError(`messages.${i}.role: expected system, developer, user, assistant or tool, got ${JSON.stringify(entry['role'])}`);
+    const digest = createHash('sha256')
+      .update(JSON.stringify([entry['role'], entry['content'] ?? null, entry['tool_calls'] ?? null, entry['tool_call_id'] ?? null, entry['name'] ?? null]))
+      .digest('hex')
+      .slice(0, 16);
+    const n = seen.get(digest) ?? 0;
+    seen.set(digest, n + 1);
+    const id = n === 0 ? `c_${digest}` : `c_${digest}#${n}`;
+    const out: TranscriptEvent[] = [];
+    adapter.onMessageOf(entry, id, out);
+    const found = out.find((e): e is Extract<TranscriptEvent, { type: 'message' }> => e.type === 'message');
+    const message: Message = found ? found.message : { id, role, text: '' };
+    return entry['isSummary'] === true ? { ...message, isSummary: true } : message;
+  });
 }

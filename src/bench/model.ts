@@ -5,12 +5,12 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { TranscriptDecoder } from '../src/ingest/decoder.js';
-import type { TranscriptEvent } from '../src/ingest/types.js';
-import { SessionModel } from '../src/model/index.js';
-import { createTokenCounter } from '../src/model/tokens.js';
-import { createOpenAIChatAdapter } from '../src/ingest/adapters/openai-chat.js';
-import { demoTranscript } from '../src/demo/transcript.js';
+import { TranscriptDecoder } from '../ingest/decoder.js';
+import type { TranscriptEvent } from '../model/messages.js';
+import { SessionModel } from '../model/index.js';
+import { createTokenCounter } from '../model/tokens.js';
+import { createOpenAIChatAdapter } from '../ingest/adapters/openai-chat.js';
+import { demoTranscript } from '../demo/transcript.js';
 import { round, summarize } from './harness.js';
 
 async function corpusBuffers(dir: string): Promise<Buffer[]> {

@@ -6,9 +6,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { TranscriptDecoder } from '../src/ingest/decoder.js';
-import type { Message, TranscriptEvent } from '../src/ingest/types.js';
-import { createTokenCounter } from '../src/model/tokens.js';
+import { TranscriptDecoder } from '../ingest/decoder.js';
+import type { Message, TranscriptEvent } from '../model/messages.js';
+import { createTokenCounter } from '../model/tokens.js';
 
 export interface BenchIngestOptions {
   readonly corpusDir: string;

@@ -5,8 +5,8 @@
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ContextdClient, type WirePlan } from '../src/ipc/client.js';
-import { demoTranscript, demoTranscriptJsonl } from '../src/demo/transcript.js';
+import { ContextdClient, type WirePlan } from '../ipc/client.js';
+import { demoTranscript, demoTranscriptJsonl } from '../demo/transcript.js';
 import { rssMiB, startDaemonProcess, summarize } from './harness.js';
 
 export interface LatencyOptions {

@@ -3,16 +3,16 @@
  * the real corpus measuring how much of a session's own opening the bootstrap anticipated,
  * against a seeded random-template baseline.
  */
-import { seededRandom } from '../src/util/random.js';
+import { seededRandom } from '../util/random.js';
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { harvestFiles, harvestSession, loadTranscript, pairToolCalls, userRequests, type LoadedSession } from '../src/harvest/index.js';
-import { createTokenCounter, type TokenCounter } from '../src/model/tokens.js';
-import { openDb, type Db } from '../src/store/db.js';
-import { TemplateStore, type Template } from '../src/store/templates.js';
-import { silentLogger } from '../src/util/logger.js';
-import { bootstrap, renderBootstrap } from '../src/warm/index.js';
+import { harvestFiles, harvestSession, loadTranscript, pairToolCalls, userRequests, type LoadedSession } from '../harvest/index.js';
+import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
+import { openDb, type Db } from '../store/db.js';
+import { TemplateStore, type Template } from '../store/templates.js';
+import { silentLogger } from '../util/logger.js';
+import { bootstrap, renderBootstrap } from '../warm/index.js';
 
 export interface BenchWarmOptions {
   readonly corpusDir: string;

@@ -21,16 +21,16 @@
  *    text names it and a later user/assistant text does.
  * Generated sessions plant the same categories (see `generateSession`).
  */
-import { seededRandom } from '../src/util/random.js';
+import { seededRandom } from '../util/random.js';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Message, TranscriptEvent } from '../src/ingest/types.js';
-import { readTranscriptFile } from '../src/ingest/decoder.js';
-import { SessionModel } from '../src/model/index.js';
-import { createTokenCounter } from '../src/model/tokens.js';
-import { compactWithStrategy, planCompaction, SummaryCache, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../src/compact/index.js';
-import { extractConfigValues, extractErrorLines, sentences } from '../src/compact/text.js';
-import { toolAction } from '../src/model/toolargs.js';
+import type { Message, TranscriptEvent } from '../model/messages.js';
+import { readTranscriptFile } from '../ingest/decoder.js';
+import { SessionModel } from '../model/index.js';
+import { createTokenCounter } from '../model/tokens.js';
+import { compactWithStrategy, planCompaction, SummaryCache, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
+import { extractConfigValues, extractErrorLines, sentences } from '../compact/text.js';
+import { toolAction } from '../model/toolargs.js';
 
 export const PROBE_CATEGORIES = ['instruction', 'goal', 'decision', 'error', 'path', 'fact'] as const;
 export type ProbeCategory = (typeof PROBE_CATEGORIES)[number];

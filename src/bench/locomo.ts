@@ -17,10 +17,10 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TranscriptEvent } from '../src/ingest/types.js';
-import { SessionModel } from '../src/model/index.js';
-import { createTokenCounter, type TokenCounter } from '../src/model/tokens.js';
-import { compactWithStrategy, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../src/compact/index.js';
+import type { TranscriptEvent } from '../model/messages.js';
+import { SessionModel } from '../model/index.js';
+import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
+import { compactWithStrategy, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
 
 /** The README's stop words: answer words that do not count. */
 const STOP = new Set(

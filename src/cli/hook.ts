@@ -1,0 +1,176 @@
+/**
+ * `contextd hook claude-code|codex [--socket P] [--state DIR] [--budget N] [--timeout-ms MS]`:
+ * read one hook event (JSON) on stdin, print the agent's hook answer on stdout.
+ *
+ * A hook runs on the agent's critical path, so this command never breaks the agent: on any
+ * error it prints nothing, exits 0 and appends why to `<state>/hooks.log`. Socket calls are
+ * bounded by `--timeout-ms` (default 150), so it answers promptly whether the daemon is up or
+ * down, and a watchdog ends it after 5 s whatever happens. `bin/contextd.js` routes `hook`
+ * here directly (not through the full command table) to keep start-up short; heavy modules
+ * (SQLite, tiktoken) load only on the paths that need them.
+ */
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { connectSocket, ClientTransport } from '../ipc/client-transport.js';
+import { findSocketPath } from '../ipc/paths.js';
+import { parseHookEvent, MAX_HOOK_INPUT_BYTES } from '../integrations/hook-event.js';
+import { AGENTS, answerHook, type AgentName } from '../integrations/answer.js';
+import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/hooks.js';
+import { resolveStateDir, stateDbPath } from '../store/paths.js';
+import { silentLogger } from '../util/logger.js';
+
+export interface HookFlags {
+  readonly socket?: string;
+  readonly state?: string;
+  readonly budget?: number;
+  readonly timeoutMs?: number;
+}
+
+export const DEFAULT_HOOK_TIMEOUT_MS = 150;
+const WATCHDOG_MS = 5_000;
+
+/** Parse `hook AGENT [flags]` argv (after `hook`); undefined when it is not usable. */
+export function parseHookArgs(argv: readonly string[]): { agent: AgentName; flags: HookFlags } | undefined {
+  const agent = argv[0];
+  if (!agent || !(AGENTS as readonly string[]).includes(agent)) return undefined;
+  const flags: { socket?: string; state?: string; budget?: number; timeoutMs?: number } = {};
+  for (let i = 1; i < argv.length; i += 2) {
+    const value = argv[i + 1];
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (argv[i] === '--socket') flags.socket = value;
+    else if (argv[i] === '--state') flags.state = value;
+    else if (argv[i] === '--budget' && Number.isInteger(n) && n > 0) flags.budget = n;
+    else if (argv[i] === '--timeout-ms' && Number.isInteger(n) && n > 0) flags.timeoutMs = n;
+    else return undefined;
+  }
+  return { agent: agent as AgentName, flags };
+}
+
+function readStdin(max: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    process.stdin.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > max) reject(new Error(`hook input over ${max} bytes`));
+      else chunks.push(c);
+    });
+    process.stdin.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    process.stdin.on('error', reject);
+  });
+}
+
+/** One JSON-RPC call on a fresh connection, bounded by `timeoutMs` from connect to reply. */
+async function callOnce(socketPath: string, timeoutMs: number, method: string, params: Record<string, unknown>): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`contextd did not answer ${method} within ${timeoutMs} ms`)), timeoutMs);
+  });
+  let transport: ClientTransport | undefined;
+  try {
+    const socket = await Promise.race([connectSocket(socketPath), deadline]);
+    transport = new ClientTransport(socket, { maxLineBytes: 8 * 1024 * 1024, requestTimeoutMs: timeoutMs, socketPath }, { onNotification: () => undefined, onError: () => undefined, onClose: () => undefined }, silentLogger());
+    return await Promise.race([transport.call(method, params), deadline]);
+  } finally {
+    clearTimeout(timer);
+    await transport?.destroy();
+  }
+}
+
+function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unknown>[], archive: (entry: ArchiveEntry) => void): HookDeps {
+  const socketPath = flags.socket ?? findSocketPath();
+  const timeoutMs = flags.timeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
+  return {
+    bootstrapBudget: flags.budget ?? 2000,
+    rpc: (method, params) => callOnce(socketPath, timeoutMs, method, params),
+    note: (msg, fields) => notes.push({ msg, ...fields }),
+    async localBootstrap(task, repo, budgetTokens): Promise<BootstrapAnswer | undefined> {
+      const { existsSync } = await import('node:fs');
+      const dbPath = stateDbPath(stateDir);
+      if (!existsSync(dbPath)) return undefined;
+      const [{ openDb }, { TemplateStore }, { bootstrap }, { createTokenCounter }] = await Promise.all([
+        import('../store/db.js'),
+        import('../store/templates.js'),
+        import('../warm/bootstrap.js'),
+        import('../model/tokens.js'),
+      ]);
+      const db = openDb(dbPath, { readonly: true });
+      try {
+        return bootstrap({ task, repo, budgetTokens }, { store: new TemplateStore(db), tokenCounter: createTokenCounter() });
+      } finally {
+        db.close();
+      }
+    },
+    archive,
+  };
+}
+
+async function archiveOriginals(stateDir: string, entry: ArchiveEntry): Promise<void> {
+  const [{ openDb }, { Archive }, { createTokenCounter }] = await Promise.all([import('../store/db.js'), import('../store/archive.js'), import('../model/tokens.js')]);
+  const counter = createTokenCounter();
+  const db = openDb(stateDbPath(stateDir));
+  try {
+    new Archive(db).putMany([
+      {
+        handle: entry.handle,
+        sessionId: entry.sessionId,
+        reason: entry.reason,
+        sectionIds: [],
+        messages: entry.messages,
+        tokens: entry.messages.reduce((s, m) => s + counter.count(m.text), 0),
+        createdAt: Date.now(),
+      },
+    ]);
+  } finally {
+    db.close();
+  }
+}
+
+function writeNotes(stateDir: string, agent: string, notes: readonly Record<string, unknown>[]): void {
+  if (notes.length === 0) return;
+  try {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    const at = new Date().toISOString();
+    appendFileSync(join(stateDir, 'hooks.log'), notes.map((n) => JSON.stringify({ time: at, agent, ...n })).join('\n') + '\n', { mode: 0o600 });
+  } catch {
+    // Nowhere left to report to; the agent must not be disturbed.
+  }
+}
+
+/** Run one hook: resolves with the exit code (always 0). */
+export async function runHook(agent: AgentName, flags: HookFlags): Promise<number> {
+  const stateDir = resolveStateDir(flags.state);
+  const notes: Record<string, unknown>[] = [];
+  const watchdog = setTimeout(() => {
+    notes.push({ msg: `hook gave up after ${WATCHDOG_MS} ms` });
+    writeNotes(stateDir, agent, notes);
+    process.exit(0);
+  }, WATCHDOG_MS);
+  watchdog.unref();
+  try {
+    const event = parseHookEvent(await readStdin(MAX_HOOK_INPUT_BYTES));
+    const pendingArchives: Promise<void>[] = [];
+    const deps = hookDeps(flags, stateDir, notes, (entry) => void pendingArchives.push(archiveOriginals(stateDir, entry)));
+    const answer = await answerHook(event, deps);
+    // The recall handle is only quoted once its originals are stored.
+    await Promise.all(pendingArchives);
+    if (answer) process.stdout.write(`${JSON.stringify(answer)}\n`);
+  } catch (err) {
+    notes.push({ msg: 'hook failed; answered nothing', err: err instanceof Error ? err.message : String(err), code: (err as { code?: unknown }).code });
+  } finally {
+    clearTimeout(watchdog);
+    writeNotes(stateDir, agent, notes);
+  }
+  return 0;
+}
+
+/** Entry used by bin/contextd.js for `contextd hook …` (argv after `hook`). */
+export async function hookMain(argv: readonly string[]): Promise<number> {
+  const parsed = parseHookArgs(argv);
+  if (!parsed) {
+    process.stderr.write(`usage: contextd hook ${AGENTS.join('|')} [--socket P] [--state DIR] [--budget N] [--timeout-ms MS]\n`);
+    return 2;
+  }
+  return runHook(parsed.agent, parsed.flags);
+}

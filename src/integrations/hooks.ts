@@ -1,0 +1,151 @@
+/**
+ * What contextd does on an agent's hook events, independent of the agent's output format:
+ * warm bootstrap on a session's first prompt, re-injection of what the agent's own compaction
+ * summary lost, and `session.end` when the session ends. I/O comes in through {@link HookDeps}
+ * (the socket, the template store when the daemon is down, the archive), so this file never
+ * opens a socket or a database itself.
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import { readTranscriptFile } from '../ingest/decoder.js';
+import type { Message } from '../model/messages.js';
+import { handleFor } from '../compact/planner.js';
+import type { HookEvent } from './hook-event.js';
+import { lostFacts } from './lost-facts.js';
+
+/** A warm bootstrap, as `warm.bootstrap` returns it. */
+export interface BootstrapAnswer {
+  readonly messages: readonly { readonly role: string; readonly content: string }[];
+  readonly tokens: number;
+  readonly templateIds?: readonly string[];
+}
+
+/** Originals of an agent's own compaction, to be archived under a recall handle. */
+export interface ArchiveEntry {
+  readonly handle: string;
+  readonly sessionId: string;
+  readonly reason: string;
+  readonly messages: readonly Message[];
+}
+
+export interface HookDeps {
+  /** One JSON-RPC call to the daemon; rejects (quickly) when it is down. */
+  rpc(method: string, params: Record<string, unknown>): Promise<unknown>;
+  /** The bootstrap read straight from the template store, for when the daemon is down. */
+  localBootstrap(task: string, repo: string | undefined, budgetTokens: number): Promise<BootstrapAnswer | undefined>;
+  /** Store originals in the state dir's archive. */
+  archive(entry: ArchiveEntry): void;
+  /** Token budget of a bootstrap (default 2000). */
+  readonly bootstrapBudget: number;
+  /** Record why something was skipped (never shown to the agent). */
+  note(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/** Transcript line markers of a model turn, per agent (a JSON-encoded line cannot hold them inside a string). */
+const ASSISTANT_MARKERS = ['"type":"assistant"', '"role":"assistant"'];
+
+/**
+ * True when the transcript holds no model turn yet: the prompt being submitted is the
+ * session's first. A resumed session (with earlier turns) is not bootstrapped again.
+ */
+export function isFirstPrompt(transcriptPath: string | undefined): boolean {
+  if (!transcriptPath || !existsSync(transcriptPath)) return true;
+  const text = readFileSync(transcriptPath, 'utf8');
+  return !ASSISTANT_MARKERS.some((m) => text.includes(m));
+}
+
+function isBootstrap(v: unknown): v is BootstrapAnswer {
+  return typeof v === 'object' && v !== null && Array.isArray((v as { messages?: unknown }).messages);
+}
+
+/** The warm-start text for a session's first prompt, or undefined (not first, nothing to add). */
+export async function bootstrapContext(event: HookEvent, deps: HookDeps): Promise<string | undefined> {
+  if (!event.prompt || !isFirstPrompt(event.transcriptPath)) return undefined;
+  const params = { task: event.prompt, ...(event.cwd ? { repo: event.cwd } : {}), budgetTokens: deps.bootstrapBudget };
+  let answer: BootstrapAnswer | undefined;
+  try {
+    const r = await deps.rpc('warm.bootstrap', params);
+    answer = isBootstrap(r) ? r : undefined;
+  } catch (err) {
+    deps.note('daemon unavailable for warm.bootstrap; reading the template store directly', { err: (err as Error).message });
+    answer = await deps.localBootstrap(event.prompt, event.cwd, deps.bootstrapBudget);
+  }
+  if (!answer || answer.messages.length === 0) return undefined;
+  const body = answer.messages.map((m) => m.content.trim()).filter((c) => c.length > 0);
+  if (body.length === 0) return undefined;
+  return [`contextd warm start: what earlier sessions on similar tasks learned (${answer.tokens} tokens).`, ...body].join('\n\n');
+}
+
+/** Messages before the agent's last compaction boundary, and its summary after it. */
+export interface CompactionSplit {
+  readonly before: Message[];
+  readonly summary: string;
+}
+
+/** Split a transcript at its last compaction (`reset` event); undefined when it has none. */
+export async function splitAtCompaction(transcriptPath: string): Promise<CompactionSplit | undefined> {
+  const file = await readTranscriptFile(transcriptPath);
+  let before: Message[] = [];
+  let current: Message[] = [];
+  let sawReset = false;
+  for (const e of file.events) {
+    if (e.type === 'reset') {
+      before = current.length > 0 ? current : before;
+      current = [];
+      sawReset = true;
+    } else if (e.type === 'message') current.push(e.message);
+  }
+  if (!sawReset) return undefined;
+  const summary = current
+    .filter((m) => m.isSummary || (m.role === 'user' && m.text.length > 0))
+    .map((m) => m.text)
+    .join('\n');
+  return { before, summary };
+}
+
+/**
+ * After the agent compacted its own context: what its summary lost, with a recall handle for
+ * the archived originals; undefined when nothing was lost (or there was no compaction).
+ */
+export async function compactionRecovery(event: HookEvent, deps: HookDeps): Promise<string | undefined> {
+  if (!event.transcriptPath) return undefined;
+  const split = await splitAtCompaction(event.transcriptPath);
+  if (!split || split.before.length === 0) {
+    deps.note('no compaction boundary in the transcript', { transcript: event.transcriptPath });
+    return undefined;
+  }
+  const lost = lostFacts(split.before, split.summary);
+  if (lost.lines.length === 0) return undefined;
+  const handle = handleFor(event.sessionId, split.before);
+  deps.archive({ handle, sessionId: event.sessionId, reason: 'agent-compaction', messages: split.before });
+  return [
+    `contextd: the compaction summary of this session left out facts from the earlier conversation. They still hold:`,
+    ...lost.lines,
+    `The full earlier conversation is archived: run \`contextd recall ${handle}\` to read it [contextd recall ${handle}].`,
+  ].join('\n');
+}
+
+/** success when the last turn ended after a passing tool result, failure when the last tool result failed. */
+export async function sessionOutcome(transcriptPath: string | undefined): Promise<'success' | 'failure' | 'unknown'> {
+  if (!transcriptPath || !existsSync(transcriptPath)) return 'unknown';
+  const file = await readTranscriptFile(transcriptPath);
+  let lastTool: Message | undefined;
+  let endedTurn = false;
+  for (const e of file.events) {
+    if (e.type === 'message') {
+      if (e.message.role === 'tool') lastTool = e.message;
+      endedTurn = false;
+    } else if (e.type === 'turn-end') endedTurn = true;
+  }
+  if (lastTool?.isError) return 'failure';
+  return endedTurn ? 'success' : 'unknown';
+}
+
+/** Tell the daemon the session ended, so it is harvested now rather than after the idle timeout. */
+export async function endSession(event: HookEvent, daemonSessionId: string, deps: HookDeps): Promise<void> {
+  const outcome = await sessionOutcome(event.transcriptPath);
+  try {
+    await deps.rpc('session.end', { sessionId: daemonSessionId, outcome });
+  } catch (err) {
+    deps.note('session.end not delivered; the daemon harvests the session after its idle timeout', { err: (err as Error).message, outcome });
+  }
+}

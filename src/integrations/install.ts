@@ -1,0 +1,62 @@
+/**
+ * Where each agent keeps its hook settings and which hooks contextd installs there.
+ * - Claude Code: `~/.claude/settings.json`; UserPromptSubmit (warm bootstrap on the first
+ *   prompt), SessionStart with matcher `compact` (re-inject what its compaction lost),
+ *   SessionEnd (`session.end`).
+ * - Codex CLI: `$CODEX_HOME/hooks.json` (default `~/.codex`); UserPromptSubmit and SessionEnd.
+ *   Codex 0.169 fires no SessionStart after its own compaction (its sources are startup,
+ *   resume and clear) and its PostCompact hook cannot add context, so the re-injection is
+ *   Claude-only (docs/integrations.md).
+ */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { AgentName } from './answer.js';
+import { isContextdHookCommand, readSettings, withHooks, withoutHooks, writeSettings, type HookSpec } from './hook-settings.js';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Seconds the agent gives one hook before it moves on without it. */
+export const HOOK_TIMEOUT_SEC = 10;
+
+export const HOOK_SPECS: Readonly<Record<AgentName, readonly HookSpec[]>> = {
+  'claude-code': [
+    { event: 'UserPromptSubmit', timeoutSec: HOOK_TIMEOUT_SEC },
+    { event: 'SessionStart', matcher: 'compact', timeoutSec: HOOK_TIMEOUT_SEC },
+    { event: 'SessionEnd', timeoutSec: HOOK_TIMEOUT_SEC },
+  ],
+  codex: [
+    { event: 'UserPromptSubmit', timeoutSec: HOOK_TIMEOUT_SEC },
+    { event: 'SessionEnd', timeoutSec: HOOK_TIMEOUT_SEC },
+  ],
+};
+
+/** The settings file an agent reads its hooks from (respects HOME and CODEX_HOME). */
+export function defaultSettingsPath(agent: AgentName, env: Env = process.env): string {
+  const home = env['HOME'] ?? homedir();
+  if (agent === 'claude-code') return join(home, '.claude', 'settings.json');
+  return join(env['CODEX_HOME'] ?? join(home, '.codex'), 'hooks.json');
+}
+
+export interface InstallResult {
+  readonly settings: string;
+  readonly events: string[];
+  /** contextd hooks found and removed (uninstall), or replaced (install). */
+  readonly removed: number;
+}
+
+/** Merge contextd's hooks for `agent` into its settings file, running `command`. Idempotent. */
+export function installHooks(agent: AgentName, settingsPath: string, command: string): InstallResult {
+  const doc = readSettings(settingsPath);
+  const isOurs = isContextdHookCommand(agent);
+  const removed = withoutHooks(doc, isOurs).removed;
+  writeSettings(settingsPath, withHooks(doc, HOOK_SPECS[agent], command, isOurs));
+  return { settings: settingsPath, events: HOOK_SPECS[agent].map((s) => s.event), removed };
+}
+
+/** Remove exactly contextd's hooks for `agent`; the rest of the file is kept. */
+export function uninstallHooks(agent: AgentName, settingsPath: string): InstallResult {
+  const doc = readSettings(settingsPath);
+  const { doc: out, removed } = withoutHooks(doc, isContextdHookCommand(agent));
+  if (removed > 0) writeSettings(settingsPath, out);
+  return { settings: settingsPath, events: [], removed };
+}

@@ -1,0 +1,297 @@
+/**
+ * One proxied conversation: the section model built from its requests, the replacements
+ * its plans made, and what was last forwarded.
+ *
+ * Cache-aware by construction: a replacement names the exact original items it replaces
+ * (by chained ids), and every later request that still holds those items gets the same
+ * summary in the same place — the rewritten prefix stays byte-identical between plans, so a
+ * provider's prompt cache keeps hitting. A new plan is made only when a request crosses the
+ * reserve, and it plans down to reserve + hysteresis, so rewrites come in batches.
+ */
+import type { Message } from '../model/messages.js';
+import { SessionModel } from '../model/index.js';
+import type { TokenCounter } from '../model/tokens.js';
+import { SUMMARY_ID_PREFIX } from '../model/index.js';
+import { applyPlan, planCompaction, SummaryCache, type CompactableModel, type Plan, type Summarizer } from '../compact/index.js';
+import type { Logger } from '../util/logger.js';
+import { describeError } from '../util/errors.js';
+import { canonicalJson, type ItemEdit, type JsonObject, type ParsedRequest, type ProviderFormat, type ProviderFormatName } from './request.js';
+import type { ArchiveSink } from './types.js';
+
+export interface ConversationDeps {
+  readonly tokenCounter: TokenCounter;
+  readonly summarizer: Summarizer;
+  readonly archive: ArchiveSink | undefined;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Context window for every conversation (else the model's preset). */
+  readonly budgetTokens: number | undefined;
+  readonly reserveRatio: number;
+  readonly hysteresis: number;
+}
+
+/** A summary standing for original items of the conversation. */
+interface Replacement {
+  readonly editId: string;
+  readonly handle: string;
+  readonly reason: string;
+  readonly role: 'user' | 'assistant';
+  readonly text: string;
+  /** Ids of the original items it replaces, in order. */
+  readonly ids: readonly string[];
+}
+
+/** What preparing one request did. */
+export interface Prepared {
+  readonly body: JsonObject;
+  /** Tokens of the request as the agent sent it, and as forwarded (section model counts). */
+  readonly tokensIn: number;
+  readonly tokensOut: number;
+  readonly replacements: number;
+  /** A plan was made and applied for this request. */
+  readonly plan: Plan | undefined;
+  /** The forwarded prefix differs from what was forwarded before, because of contextd. */
+  readonly cacheBreak: boolean;
+}
+
+export interface ConversationStats {
+  requests: number;
+  plansApplied: number;
+  cacheBreaks: number;
+  /** Σ tokens as sent by the agent / as forwarded, over all requests. */
+  tokensIn: number;
+  tokensOut: number;
+  rebuilds: number;
+}
+
+export class Conversation {
+  model: SessionModel;
+  lastActivityAt: number;
+  readonly stats: ConversationStats = { requests: 0, plansApplied: 0, cacheBreaks: 0, tokensIn: 0, tokensOut: 0, rebuilds: 0 };
+  /** Tokens the active replacements save (originals − summaries). */
+  private saved = 0;
+  private ids: string[] = [];
+  private readonly replacements = new Map<string, Replacement>();
+  private lastSent: string[] | undefined;
+  private readonly summaryCache = new SummaryCache();
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly log: Logger;
+
+  constructor(
+    readonly id: string,
+    readonly agentSessionId: string | undefined,
+    readonly format: ProviderFormatName,
+    private readonly deps: ConversationDeps,
+  ) {
+    this.model = this.newModel();
+    this.lastActivityAt = deps.now();
+    this.log = deps.logger.child({ component: 'proxy', sessionId: id });
+  }
+
+  /** Model, plan and rewrite one request. Requests of one conversation run one at a time. */
+  prepare(format: ProviderFormat, parsed: ParsedRequest, body: JsonObject): Promise<Prepared> {
+    const run = this.queue.then(() => this.prepareNow(format, parsed, body));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async prepareNow(format: ProviderFormat, parsed: ParsedRequest, body: JsonObject): Promise<Prepared> {
+    this.lastActivityAt = this.deps.now();
+    const extended = this.sync(parsed);
+    const tokensIn = this.model.tokens() + this.saved;
+    let plan: Plan | undefined;
+    if (this.model.headroom().headroom < this.model.budget().reserveRatio) plan = await this.plan(parsed);
+    const edits = this.itemEdits(parsed);
+    const out = edits.size > 0 ? format.render(body, edits) : body;
+    const sent = listOf(format.name, out).map((m) => canonicalJson(m));
+    const prev = this.lastSent;
+    const prefixKept = prev === undefined || (prev.length <= sent.length && prev.every((m, i) => m === sent[i]));
+    const cacheBreak = extended && !prefixKept;
+    this.lastSent = sent;
+    const tokensOut = this.model.tokens();
+    this.stats.requests++;
+    this.stats.tokensIn += tokensIn;
+    this.stats.tokensOut += tokensOut;
+    if (cacheBreak) this.stats.cacheBreaks++;
+    return { body: out, tokensIn, tokensOut, replacements: this.replacements.size, plan, cacheBreak };
+  }
+
+  /**
+   * Bring the model up to this request. Returns true when the request extends the previous one
+   * (same prefix, new items appended): only the new items are modelled. Otherwise the agent
+   * changed its history (its own compaction, a rewind, an edit): the model is rebuilt and the
+   * replacements whose originals are all still there are applied again.
+   */
+  private sync(parsed: ParsedRequest): boolean {
+    const ids = parsed.items.map((i) => i.message.id);
+    const n = this.ids.length;
+    const extends_ = n > 0 && ids.length >= n && ids[n - 1] === this.ids[n - 1];
+    if (parsed.model && parsed.model !== this.model.meta().model) this.model.apply({ type: 'meta', meta: { model: parsed.model } });
+    if (extends_) {
+      for (const it of parsed.items.slice(n)) this.model.apply({ type: 'message', message: it.message });
+      this.ids = ids;
+      return true;
+    }
+    if (n > 0) this.stats.rebuilds++;
+    this.model = this.newModel();
+    if (parsed.model) this.model.apply({ type: 'meta', meta: { model: parsed.model } });
+    for (const it of parsed.items) this.model.apply({ type: 'message', message: it.message });
+    this.ids = ids;
+    this.saved = 0;
+    const present = new Set(ids);
+    for (const [editId, r] of [...this.replacements]) {
+      if (!r.ids.every((id) => present.has(id)) || !this.reapply(r)) this.replacements.delete(editId);
+    }
+    return n === 0;
+  }
+
+  /** Apply a known replacement to a freshly built model. */
+  private reapply(r: Replacement): boolean {
+    const want = new Set(r.ids);
+    const sections = this.model.sections().filter((s) => s.messageIds.some((id) => want.has(id)));
+    const covered = sections.flatMap((s) => s.messageIds);
+    if (sections.length === 0 || covered.length !== want.size || !covered.every((id) => want.has(id))) return false;
+    const before = this.model.tokens();
+    try {
+      this.model.replaceSections(sections.map((s) => s.id), { text: r.text, role: r.role, editId: r.editId, handle: r.handle, reason: r.reason });
+    } catch {
+      return false;
+    }
+    this.saved += before - this.model.tokens();
+    return true;
+  }
+
+  /** Plan back to reserve + hysteresis, leaving the last exchange alone; apply and archive. */
+  private async plan(parsed: ParsedRequest): Promise<Plan | undefined> {
+    const protectedIds = new Set(parsed.items.slice(parsed.protectedFrom).map((i) => i.message.id));
+    const model = this.model;
+    let plan: Plan;
+    try {
+      plan = await planCompaction(withAnchors(model, protectedIds), {
+        mode: 'reserve',
+        reserveRatio: model.budget().reserveRatio,
+        hysteresis: this.deps.hysteresis,
+        summarizer: this.deps.summarizer,
+        tokenCounter: this.deps.tokenCounter,
+        cache: this.summaryCache,
+        now: this.deps.now,
+        idPrefix: 'x_',
+      });
+    } catch (err) {
+      this.log.error({ err: describeError(err) }, 'proxy planning failed: request forwarded as the agent sent it');
+      return undefined;
+    }
+    if (model !== this.model) return undefined; // rebuilt meanwhile (cannot happen while requests are serialized)
+    const edits = plan.edits;
+    if (edits.length === 0) {
+      this.log.warn({ tokens: model.tokens(), total: model.budget().total }, 'over the reserve but nothing can be compacted');
+      return undefined;
+    }
+    const originals = new Map(edits.map((e) => [e.editId, e.replaces.flatMap((sid) => [...model.messagesOf(sid)])]));
+    const chosen: Plan = { ...plan, edits };
+    try {
+      this.deps.archive?.putMany(
+        edits.map((e) => ({ handle: e.handle, sessionId: this.id, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: originals.get(e.editId) ?? [], tokens: e.tokensBefore, createdAt: plan.createdAt })),
+      );
+    } catch (err) {
+      // Without the originals archived a summary's handle would point at nothing: do not apply.
+      this.log.error({ err: describeError(err) }, 'cannot archive originals: plan not applied');
+      return undefined;
+    }
+    const before = model.tokens();
+    applyPlan(model, chosen);
+    this.saved += before - model.tokens();
+    for (const e of edits) this.record(e.editId, e.handle, e.reason, e.summary.role, e.summary.content, originals.get(e.editId) ?? []);
+    this.stats.plansApplied++;
+    const h = model.headroom();
+    const applied: Plan = { ...chosen, tokensBefore: before, tokensAfter: model.tokens(), headroomAfter: h.headroom };
+    this.log.info(
+      {
+        planId: plan.planId,
+        edits: edits.length,
+        tokensBefore: before,
+        tokensAfter: model.tokens(),
+        headroomBefore: plan.headroomBefore,
+        headroomAfter: h.headroom,
+        total: h.total,
+        handles: edits.map((e) => e.handle),
+        reasons: edits.map((e) => e.reason),
+      },
+      'proxy plan applied',
+    );
+    return applied;
+  }
+
+  /** Keep a replacement; one that swallows earlier summaries takes over their originals. */
+  private record(editId: string, handle: string, reason: string, role: 'user' | 'assistant', text: string, originals: readonly Message[]): void {
+    const ids: string[] = [];
+    for (const m of originals) {
+      const inner = m.id.startsWith(SUMMARY_ID_PREFIX) ? this.replacements.get(m.id.slice(SUMMARY_ID_PREFIX.length)) : undefined;
+      if (inner) {
+        ids.push(...inner.ids);
+        this.replacements.delete(inner.editId);
+      } else ids.push(m.id);
+    }
+    const order = new Map(this.ids.map((id, i) => [id, i]));
+    ids.sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+    this.replacements.set(editId, { editId, handle, reason, role, text, ids });
+  }
+
+  /** Item edits of every replacement, by location in this request. */
+  private itemEdits(parsed: ParsedRequest): Map<string, ItemEdit> {
+    const locOf = new Map(parsed.items.map((i) => [i.message.id, i.loc]));
+    const edits = new Map<string, ItemEdit>();
+    for (const r of this.replacements.values()) {
+      const locs = r.ids.map((id) => locOf.get(id));
+      if (locs.some((l) => l === undefined)) continue;
+      locs.forEach((loc, i) => edits.set(loc as string, i === 0 ? { drop: true, insert: { role: r.role, text: r.text } } : { drop: true }));
+    }
+    return edits;
+  }
+
+  /** Tokens the active replacements save. */
+  get savedTokens(): number {
+    return this.saved;
+  }
+
+  get replacementCount(): number {
+    return this.replacements.size;
+  }
+
+  private newModel(): SessionModel {
+    return new SessionModel({
+      sessionId: this.id,
+      tokenCounter: this.deps.tokenCounter,
+      reserveRatio: this.deps.reserveRatio,
+      ...(this.deps.budgetTokens !== undefined ? { budgetTokens: this.deps.budgetTokens } : {}),
+    });
+  }
+}
+
+/**
+ * The model as the planner should see it: sections holding any of `ids` (the last exchange,
+ * which goes to the provider exactly as the agent sent it) count as anchors.
+ */
+function withAnchors(model: SessionModel, ids: ReadonlySet<string>): CompactableModel {
+  const sections = model.sections().map((s) => (s.anchor || !s.messageIds.some((id) => ids.has(id)) ? s : { ...s, anchor: true }));
+  const byId = new Map(sections.map((s) => [s.id, s]));
+  return {
+    version: model.version,
+    sessionId: model.sessionId,
+    messages: () => model.messages(),
+    sections: () => sections,
+    section: (id) => byId.get(id),
+    messagesOf: (id) => model.messagesOf(id),
+    tokens: () => model.tokens(),
+    headroom: () => model.headroom(),
+    budget: () => model.budget(),
+    goal: () => model.goal(),
+    calibration: () => model.calibration(),
+  } as CompactableModel;
+}
+
+/** The list a format's conversation lives in, as forwarded. */
+function listOf(format: ProviderFormatName, body: JsonObject): unknown[] {
+  const v = format === 'openai-responses' ? body['input'] : body['messages'];
+  return Array.isArray(v) ? v : [];
+}

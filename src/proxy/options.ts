@@ -1,0 +1,93 @@
+/**
+ * Proxy options: the `proxy` section of the config file (validated with the rest of it) and
+ * the one frozen object the server runs with.
+ */
+import { z } from 'zod';
+import { ContextdError, ErrorCode } from '../util/errors.js';
+
+export const DEFAULT_UPSTREAMS = Object.freeze({ anthropic: 'https://api.anthropic.com', openai: 'https://api.openai.com' });
+
+export const PROXY_DEFAULTS = Object.freeze({
+  host: '127.0.0.1',
+  maxBodyBytes: 32 * 1024 * 1024,
+  upstreamTimeoutMs: 600_000,
+  streamIdleTimeoutMs: 300_000,
+  maxConversations: 256,
+  recallTool: false,
+});
+
+const httpUrl = z
+  .string()
+  .url()
+  .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL');
+
+/** `proxy` in the config file; every field optional. */
+export const proxyConfigSchema = z
+  .object({
+    /** `HOST:PORT` or `PORT` (host defaults to 127.0.0.1). */
+    listen: z.string().min(1).optional(),
+    upstreams: z.object({ anthropic: httpUrl.optional(), openai: httpUrl.optional() }).strict().optional(),
+    maxBodyBytes: z.number().int().min(1024).optional(),
+    upstreamTimeoutMs: z.number().int().positive().optional(),
+    streamIdleTimeoutMs: z.number().int().positive().optional(),
+    maxConversations: z.number().int().positive().optional(),
+    /** Offer the model a `contextd_recall` tool answered by the proxy (changes the prompt; off by default). */
+    recallTool: z.boolean().optional(),
+  })
+  .strict();
+export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
+
+/** Everything the proxy server runs with. */
+export interface ProxyOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly upstreams: { readonly anthropic: string; readonly openai: string };
+  readonly maxBodyBytes: number;
+  readonly upstreamTimeoutMs: number;
+  readonly streamIdleTimeoutMs: number;
+  readonly maxConversations: number;
+  readonly recallTool: boolean;
+  /** Conversations idle this long are forgotten (the archive keeps their originals). */
+  readonly idleTimeoutMs: number;
+  readonly budgetTokens: number | undefined;
+  readonly reserveRatio: number;
+  readonly hysteresis: number;
+}
+
+/** `HOST:PORT`, `[v6]:PORT` or `PORT` → host and port; a clear error otherwise. */
+export function parseListen(listen: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(listen) ?? /^()()(\d+)$/.exec(listen);
+  const port = Number(m?.[3]);
+  if (!m || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ContextdError(ErrorCode.CONFIG_INVALID, `options: field "proxy.listen": "${listen}" is not HOST:PORT or PORT`, { listen });
+  }
+  return { host: m[1] || m[2] || PROXY_DEFAULTS.host, port };
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+/** Resolve the proxy options, or undefined when no `listen` is configured (proxy off). */
+export function resolveProxyOptions(
+  config: ProxyConfig | undefined,
+  loop: { readonly idleTimeoutMs: number; readonly budgetTokens: number | undefined; readonly reserveRatio: number; readonly hysteresis: number },
+): ProxyOptions | undefined {
+  if (!config?.listen) return undefined;
+  const { host, port } = parseListen(config.listen);
+  return Object.freeze({
+    host,
+    port,
+    upstreams: Object.freeze({ anthropic: config.upstreams?.anthropic ?? DEFAULT_UPSTREAMS.anthropic, openai: config.upstreams?.openai ?? DEFAULT_UPSTREAMS.openai }),
+    maxBodyBytes: config.maxBodyBytes ?? PROXY_DEFAULTS.maxBodyBytes,
+    upstreamTimeoutMs: config.upstreamTimeoutMs ?? PROXY_DEFAULTS.upstreamTimeoutMs,
+    streamIdleTimeoutMs: config.streamIdleTimeoutMs ?? PROXY_DEFAULTS.streamIdleTimeoutMs,
+    maxConversations: config.maxConversations ?? PROXY_DEFAULTS.maxConversations,
+    recallTool: config.recallTool ?? PROXY_DEFAULTS.recallTool,
+    idleTimeoutMs: loop.idleTimeoutMs,
+    budgetTokens: loop.budgetTokens,
+    reserveRatio: loop.reserveRatio,
+    hysteresis: loop.hysteresis,
+  });
+}

@@ -1,0 +1,315 @@
+/**
+ * The contextd proxy: an HTTP server between an agent and its model provider. Requests of
+ * the Anthropic Messages, OpenAI Chat Completions and OpenAI Responses APIs are modelled per
+ * conversation and, past the reserve, forwarded with the plan applied; everything else
+ * (and anything that cannot be parsed) is forwarded untouched. Authentication headers go to
+ * the upstream and nowhere else: they are never logged or stored.
+ */
+import { EventEmitter } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Summarizer } from '../compact/index.js';
+import type { TokenCounter } from '../model/tokens.js';
+import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { Conversation, type Prepared } from './conversation.js';
+import { sendError, type Provider } from './errors.js';
+import { forward, type ForwardResult } from './forward.js';
+import { anthropicFormat } from './formats/anthropic.js';
+import { openaiChatFormat } from './formats/openai-chat.js';
+import { openaiResponsesFormat } from './formats/openai-responses.js';
+import { sessionHint, shortHash } from './match.js';
+import type { ProxyOptions } from './options.js';
+import { isObject, type JsonObject, type ProviderFormat } from './request.js';
+import type { ArchiveSink } from './types.js';
+
+export interface ProxyDeps {
+  readonly logger: Logger;
+  readonly tokenCounter: TokenCounter;
+  readonly summarizer: Summarizer;
+  readonly archive?: ArchiveSink;
+  readonly now?: () => number;
+}
+
+export interface ProxyEvents {
+  /** A conversation was seen for the first time. */
+  opened: [conversation: Conversation];
+  /** A request of the conversation was modelled (and maybe compacted) and forwarded. */
+  request: [conversation: Conversation, prepared: Prepared];
+  /** A conversation was idle past its timeout (or evicted) and is forgotten. */
+  closed: [conversation: Conversation, why: string];
+}
+
+export type ProxyState = 'new' | 'listening' | 'closing' | 'closed';
+
+/** Totals over every conversation, for status and the benchmark. */
+export interface ProxyTotals {
+  requests: number;
+  modelled: number;
+  passthrough: number;
+  plansApplied: number;
+  cacheBreaks: number;
+  tokensIn: number;
+  tokensOut: number;
+  upstreamErrors: number;
+}
+
+interface Route {
+  readonly provider: Provider;
+  readonly format: ProviderFormat | undefined;
+}
+
+/** Which provider and format a path speaks. */
+export function routeOf(path: string, headers: IncomingMessage['headers']): Route {
+  const p = (path.split('?')[0] ?? '').replace(/\/+$/, '');
+  if (p.endsWith('/messages/count_tokens')) return { provider: 'anthropic', format: undefined };
+  if (p.endsWith('/messages')) return { provider: 'anthropic', format: anthropicFormat };
+  if (p.endsWith('/chat/completions')) return { provider: 'openai', format: openaiChatFormat };
+  if (p.endsWith('/responses')) return { provider: 'openai', format: openaiResponsesFormat };
+  const anthropic = headers['anthropic-version'] !== undefined || headers['x-api-key'] !== undefined;
+  return { provider: anthropic ? 'anthropic' : 'openai', format: undefined };
+}
+
+class BodyTooLarge extends Error {}
+
+/** Read a request body, refusing more than `max` bytes. */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > max) {
+      reject(new BodyTooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+export class ProxyServer extends EventEmitter<ProxyEvents> {
+  private stateValue: ProxyState = 'new';
+  private readonly server: Server;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private readonly conversations = new Map<string, Conversation>();
+  private readonly usedIds = new Set<string>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
+  readonly totals: ProxyTotals = { requests: 0, modelled: 0, passthrough: 0, plansApplied: 0, cacheBreaks: 0, tokensIn: 0, tokensOut: 0, upstreamErrors: 0 };
+
+  constructor(
+    private readonly options: ProxyOptions,
+    private readonly deps: ProxyDeps,
+  ) {
+    super();
+    this.log = deps.logger.child({ component: 'proxy' });
+    this.now = deps.now ?? Date.now;
+    this.server = createServer((req, res) => {
+      const work = this.handle(req, res).catch((err: unknown) => {
+        this.log.error({ err: describeError(err) }, 'proxy request failed');
+        sendError(res, routeOf(req.url ?? '/', req.headers).provider, 'unreachable', 'contextd proxy: internal error');
+      });
+      this.inFlight.add(work);
+      void work.finally(() => this.inFlight.delete(work));
+    });
+    // Long generations stream for minutes: no server-side request timeout.
+    this.server.requestTimeout = 0;
+  }
+
+  get state(): ProxyState {
+    return this.stateValue;
+  }
+
+  /** The bound address (after listen). */
+  address(): { host: string; port: number } {
+    const a = this.server.address() as AddressInfo | null;
+    if (!a) throw new ContextdError(ErrorCode.LIFECYCLE, 'proxy is not listening');
+    return { host: a.address, port: a.port };
+  }
+
+  async listen(): Promise<void> {
+    if (this.stateValue !== 'new') throw new ContextdError(ErrorCode.LIFECYCLE, `proxy cannot listen from state ${this.stateValue}`);
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error): void => reject(new ContextdError(ErrorCode.SOCKET_IN_USE, `proxy cannot listen on ${this.options.host}:${this.options.port}: ${err.message}`));
+      this.server.once('error', onError);
+      this.server.listen(this.options.port, this.options.host, () => {
+        this.server.off('error', onError);
+        resolve();
+      });
+    });
+    this.stateValue = 'listening';
+    this.sweepTimer = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, Math.floor(this.options.idleTimeoutMs / 4))));
+    this.sweepTimer.unref();
+    const a = this.address();
+    this.log.info({ host: a.host, port: a.port, upstreams: { anthropic: this.options.upstreams.anthropic, openai: this.options.upstreams.openai }, recallTool: this.options.recallTool }, 'proxy listening');
+  }
+
+  /** Stop accepting, let requests in flight finish (cut after `graceMs`), forget nothing stored. Idempotent. */
+  close(graceMs = 5_000): Promise<void> {
+    this.closing ??= this.doClose(graceMs);
+    return this.closing;
+  }
+
+  private async doClose(graceMs: number): Promise<void> {
+    this.stateValue = 'closing';
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+    await Promise.race([Promise.allSettled([...this.inFlight]), grace]);
+    this.server.closeAllConnections();
+    await closed;
+    this.stateValue = 'closed';
+  }
+
+  /** Live conversations. */
+  all(): Conversation[] {
+    return [...this.conversations.values()];
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = req.url ?? '/';
+    const method = req.method ?? 'GET';
+    const route = routeOf(path, req.headers);
+    if (this.stateValue !== 'listening') {
+      sendError(res, route.provider, 'unavailable', 'contextd proxy is shutting down');
+      return;
+    }
+    let body: Buffer;
+    try {
+      body = await readBody(req, this.options.maxBodyBytes);
+    } catch (err) {
+      if (err instanceof BodyTooLarge) {
+        this.log.warn({ path, maxBodyBytes: this.options.maxBodyBytes }, 'request body too large: refused');
+        sendError(res, route.provider, 'tooLarge', `contextd proxy: request body exceeds ${this.options.maxBodyBytes} bytes (proxy.maxBodyBytes)`);
+        return;
+      }
+      this.log.info({ path, err: describeError(err) }, 'agent connection failed while sending its request');
+      res.destroy();
+      return;
+    }
+    this.totals.requests++;
+    const started = performance.now();
+    let prepared: Prepared | undefined;
+    let conversation: Conversation | undefined;
+    let out = body;
+    if (route.format && method === 'POST') {
+      const modelled = await this.model(route.format, req, body);
+      if (modelled) {
+        ({ prepared, conversation } = modelled);
+        out = modelled.out;
+      }
+    }
+    if (!prepared) this.totals.passthrough++;
+    const upstream = new URL(route.provider === 'anthropic' ? this.options.upstreams.anthropic : this.options.upstreams.openai);
+    const result = await forward(
+      { provider: route.provider, upstream, path, method, headers: req.headers, body: out, upstreamTimeoutMs: this.options.upstreamTimeoutMs, streamIdleTimeoutMs: this.options.streamIdleTimeoutMs },
+      res,
+    );
+    this.logResult(path, method, result, performance.now() - started, conversation, prepared);
+  }
+
+  /** Parse, model and rewrite a request; undefined when it is forwarded as sent. */
+  private async model(format: ProviderFormat, req: IncomingMessage, body: Buffer): Promise<{ out: Buffer; prepared: Prepared; conversation: Conversation } | undefined> {
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding !== 'identity') return undefined; // compressed: forwarded untouched
+    let json: JsonObject;
+    try {
+      const v: unknown = JSON.parse(body.toString('utf8'));
+      if (!isObject(v)) return undefined;
+      json = v;
+    } catch {
+      return undefined; // the provider answers malformed JSON with its own error
+    }
+    try {
+      const parsed = format.parse(json);
+      if (parsed.items.length === 0) return undefined;
+      const conversation = this.conversationFor(format, req, json, parsed.fingerprint);
+      const prepared = await conversation.prepare(format, parsed, json);
+      this.totals.modelled++;
+      this.totals.tokensIn += prepared.tokensIn;
+      this.totals.tokensOut += prepared.tokensOut;
+      if (prepared.plan) this.totals.plansApplied++;
+      if (prepared.cacheBreak) this.totals.cacheBreaks++;
+      this.emit('request', conversation, prepared);
+      const out = prepared.body === json ? body : Buffer.from(JSON.stringify(prepared.body), 'utf8');
+      return { out, prepared, conversation };
+    } catch (err) {
+      // Never break the agent over our own trouble: forward what it sent.
+      this.log.error({ err: describeError(err), format: format.name }, 'could not model the request: forwarded unchanged');
+      return undefined;
+    }
+  }
+
+  private conversationFor(format: ProviderFormat, req: IncomingMessage, body: JsonObject, fingerprint: string): Conversation {
+    const hint = sessionHint(req.headers, body);
+    const fp = shortHash(`${format.name}\u0000${fingerprint}`);
+    const key = `${hint ?? ''}|${fp}`;
+    const found = this.conversations.get(key);
+    if (found) return found;
+    let id = hint ? `proxy-${hint}` : `proxy-${fp}`;
+    if (this.usedIds.has(id)) id = `${id}-${fp.slice(0, 8)}`;
+    this.usedIds.add(id);
+    const c = new Conversation(id, hint, format.name, {
+      tokenCounter: this.deps.tokenCounter,
+      summarizer: this.deps.summarizer,
+      archive: this.deps.archive,
+      logger: this.deps.logger,
+      now: this.now,
+      budgetTokens: this.options.budgetTokens,
+      reserveRatio: this.options.reserveRatio,
+      hysteresis: this.options.hysteresis,
+    });
+    this.conversations.set(key, c);
+    this.log.info({ sessionId: id, agentSessionId: hint ?? null, format: format.name }, 'proxied conversation opened');
+    this.emit('opened', c);
+    if (this.conversations.size > this.options.maxConversations) this.evictOldest();
+    return c;
+  }
+
+  private evictOldest(): void {
+    let oldest: [string, Conversation] | undefined;
+    for (const e of this.conversations) if (!oldest || e[1].lastActivityAt < oldest[1].lastActivityAt) oldest = e;
+    if (oldest) this.forget(oldest[0], oldest[1], `more than ${this.options.maxConversations} conversations`);
+  }
+
+  private sweep(): void {
+    const cutoff = this.now() - this.options.idleTimeoutMs;
+    for (const [key, c] of this.conversations) if (c.lastActivityAt < cutoff) this.forget(key, c, 'idle');
+  }
+
+  private forget(key: string, c: Conversation, why: string): void {
+    this.conversations.delete(key);
+    this.usedIds.delete(c.id);
+    this.log.info({ sessionId: c.id, why, requests: c.stats.requests, plansApplied: c.stats.plansApplied }, 'proxied conversation closed');
+    this.emit('closed', c, why);
+  }
+
+  private logResult(path: string, method: string, r: ForwardResult, ms: number, c: Conversation | undefined, p: Prepared | undefined): void {
+    if (r.outcome !== 'ok' && r.outcome !== 'client-gone') this.totals.upstreamErrors++;
+    const fields = {
+      method,
+      path: path.split('?')[0],
+      status: r.status ?? null,
+      outcome: r.outcome,
+      bytes: r.bytes,
+      firstByteMs: r.firstByteMs === undefined ? null : Math.round(r.firstByteMs),
+      ms: Math.round(ms),
+      ...(c && p ? { sessionId: c.id, tokensIn: p.tokensIn, tokensOut: p.tokensOut, replacements: p.replacements, cacheBreak: p.cacheBreak } : {}),
+    };
+    if (r.outcome === 'ok' || r.outcome === 'client-gone') this.log.debug(fields, 'proxied');
+    else this.log.warn(fields, 'upstream failed');
+  }
+}

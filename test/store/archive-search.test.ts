@@ -1,0 +1,90 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Archive, MIGRATIONS, matchText, migrate, openDb, type ArchivedEdit, type Db } from '../../src/store/index.js';
+
+const dirs: string[] = [];
+const dbs: Db[] = [];
+function tempPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'contextd-search-'));
+  dirs.push(dir);
+  mkdirSync(join(dir, 'state'));
+  return join(dir, 'state', 'contextd.db');
+}
+function open(path: string): Db {
+  const db = openDb(path);
+  dbs.push(db);
+  return db;
+}
+
+afterEach(() => {
+  for (const db of dbs.splice(0)) if (db.open) db.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function edit(handle: string, sessionId: string, messages: ArchivedEdit['messages']): ArchivedEdit {
+  return { handle, sessionId, reason: 'low-score', sectionIds: ['s1'], messages, tokens: 10, createdAt: 1 };
+}
+
+const PARSER = edit('h_parser', 'A', [
+  { id: 'm1', role: 'assistant', text: 'Reading the parser.', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"path":"src/tokenizer/lexer.ts"}' }] },
+  { id: 'm2', role: 'tool', toolName: 'read_file', text: 'export function lexQuotedStrings(input) { /* handles escaped quotes */ }' },
+]);
+const DEPLOY = edit('h_deploy', 'A', [{ id: 'm3', role: 'user', text: 'The staging deploy uses the blue-green strategy on port 8443.' }]);
+const OTHER = edit('h_other', 'B', [{ id: 'm4', role: 'user', text: 'Deploying the parser to staging failed with a certificate error.' }]);
+
+describe('archive search (FTS5)', () => {
+  it('finds archived originals by what they are about, best match first, per session, limited', () => {
+    const archive = new Archive(open(tempPath()));
+    archive.putMany([PARSER, DEPLOY, OTHER]);
+
+    const deploy = archive.search('which port does the staging deploy use?');
+    expect(deploy[0]?.handle).toBe('h_deploy');
+    expect(deploy[0]?.messages).toEqual(DEPLOY.messages);
+    expect(deploy[0]?.score).toBeGreaterThan(0);
+    for (let i = 1; i < deploy.length; i++) expect(deploy[i - 1]!.score).toBeGreaterThanOrEqual(deploy[i]!.score);
+
+    // Tool names and call arguments are searchable, not only message text; stems match (deploying ~ deploy).
+    expect(archive.search('lexer.ts').map((h) => h.handle)).toEqual(['h_parser']);
+    expect(archive.search('read_file').map((h) => h.handle)).toEqual(['h_parser']);
+    expect(archive.search('deploying', { sessionId: 'A' }).map((h) => h.handle)).toEqual(['h_deploy']);
+    expect(archive.search('certificate', { sessionId: 'A' })).toEqual([]);
+    expect(archive.search('certificate').map((h) => h.sessionId)).toEqual(['B']);
+    expect(archive.search('parser staging deploy', { limit: 1 })).toHaveLength(1);
+    expect(archive.search('nothing like this anywhere')).toEqual([]);
+  });
+
+  it('never lets punctuation or FTS5 syntax in the query cause an error', () => {
+    const archive = new Archive(open(tempPath()));
+    archive.putMany([PARSER, DEPLOY]);
+    const nasty = ['"unbalanced', 'parser AND (', 'NEAR(deploy port', 'col:value', '^start*', 'a OR', "it's -deploy", '***', '""', '()', 'NOT', 'ü ✓ 部署'];
+    for (const q of nasty) expect(() => archive.search(q), q).not.toThrow();
+    expect(archive.search('"unbalanced parser').map((h) => h.handle)).toContain('h_parser');
+    expect(archive.search('***')).toEqual([]);
+    expect(matchText('***')).toBeUndefined();
+    expect(matchText('Port: 8443, "staging"!')).toBe('"port" OR "8443" OR "staging"');
+  });
+
+  it('indexes rows archived before the index existed, once, and re-opening is idempotent', () => {
+    const path = tempPath();
+    const old = new Database(path);
+    migrate(old, MIGRATIONS.filter((m) => m.version < 3));
+    old.prepare(
+      `INSERT INTO archive (handle, session_id, reason, section_ids, messages, tokens, created_at) VALUES ('h_old', 'S', 'low-score', '["s1"]', ?, 5, 1)`,
+    ).run(JSON.stringify([{ id: 'x', role: 'tool', text: 'the flaky integration test times out on CI' }]));
+    old.close();
+
+    const db = open(path);
+    const archive = new Archive(db);
+    expect(archive.search('flaky test').map((h) => h.handle)).toEqual(['h_old']);
+    db.close();
+    const again = open(path);
+    expect((again.prepare(`SELECT COUNT(*) AS n FROM archive_fts`).get() as { n: number }).n).toBe(1);
+    // A relinked handle (same originals, newer plan) keeps exactly one index row.
+    new Archive(again).putMany([{ ...edit('h_old', 'S', []), planId: 'p9' }]);
+    expect((again.prepare(`SELECT COUNT(*) AS n FROM archive_fts`).get() as { n: number }).n).toBe(1);
+    expect(new Archive(again).search('flaky')[0]?.messages[0]?.text).toContain('flaky integration test');
+  });
+});
