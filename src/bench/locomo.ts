@@ -20,7 +20,8 @@ import { join } from 'node:path';
 import type { TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
-import { compactWithStrategy, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
+import { Archive, MIGRATIONS, migrate, openDb } from '../store/index.js';
+import { compactWithStrategy, planCompaction, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
 
 /** The README's stop words: answer words that do not count. */
 const STOP = new Set(
@@ -112,15 +113,32 @@ export function locomoEvents(s: LocomoSession): TranscriptEvent[] {
   return s.messages.map((m, i) => ({ type: 'message', message: { id: `${s.id}-m${i}`, role: m.role, text: m.content } }));
 }
 
-/** A search over the archived originals of one session: top hits as message texts. */
-export type ArchiveSearch = (sessionId: string, query: string, limit: number) => Promise<readonly string[][]>;
-
 export interface LocomoOptions {
   readonly file: string;
   readonly strategies?: readonly StrategyName[];
   readonly counter?: TokenCounter;
-  /** Measures search recall of the lost QAs (archive.search); omitted → not measured. */
-  readonly search?: { archive(sessionId: string, handle: string, messages: readonly { role: string; text: string }[]): Promise<void>; find: ArchiveSearch };
+  /**
+   * A directory for a scratch SQLite archive: contextd's edits are archived there and each
+   * QA the compacted context lost is searched for (archive.search, top 5). Omitted: no search.
+   */
+  readonly archiveDir?: string;
+}
+
+/** Archive the originals of contextd's plan for `model` at `target` tokens, as the daemon does. */
+async function archivePlan(archive: Archive, model: SessionModel, sessionId: string, target: number, counter: TokenCounter): Promise<void> {
+  const plan = await planCompaction(model, { mode: 'manual', targetTokens: target, tokenCounter: counter });
+  archive.putMany(
+    plan.edits.map((e) => ({
+      handle: e.handle,
+      sessionId,
+      editId: e.editId,
+      reason: e.reason,
+      sectionIds: e.replaces,
+      messages: e.replaces.flatMap((id) => model.messagesOf(id).map((m) => ({ id: m.id, role: m.role, text: m.text }))),
+      tokens: e.tokensBefore,
+      createdAt: plan.createdAt,
+    })),
+  );
 }
 
 interface Tally {
@@ -131,6 +149,9 @@ interface Tally {
   tokensAfter: number;
   lost: number;
   found: number;
+  /** Lost QAs whose best hit alone makes them answerable. */
+  foundFirst: number;
+  edits: number;
 }
 
 function ratio(a: number, b: number): number | null {
@@ -139,6 +160,21 @@ function ratio(a: number, b: number): number | null {
 
 /** The LoCoMo table: answerable share per strategy × budget × QA category. */
 export async function benchLocomo(o: LocomoOptions): Promise<Record<string, unknown>> {
+  // One archive per budget: the same run of messages has the same handle at both budgets.
+  const dbs = o.archiveDir !== undefined ? LOCOMO_BUDGETS.map((share) => openDb(join(o.archiveDir as string, `locomo-archive-${share}.db`))) : [];
+  try {
+    const archives = new Map<number, Archive>();
+    dbs.forEach((db, i) => {
+      migrate(db, MIGRATIONS);
+      archives.set(LOCOMO_BUDGETS[i] as number, new Archive(db));
+    });
+    return await measure(o, archives);
+  } finally {
+    for (const db of dbs) db.close();
+  }
+}
+
+async function measure(o: LocomoOptions, archives: ReadonlyMap<number, Archive>): Promise<Record<string, unknown>> {
   const started = Date.now();
   const counter = o.counter ?? createTokenCounter();
   const strategies = o.strategies ?? STRATEGIES;
@@ -156,7 +192,7 @@ export async function benchLocomo(o: LocomoOptions): Promise<Record<string, unkn
         const within = res.tokensAfter <= res.budget;
         const sets = within ? res.messages.map((m) => wordSet(m.content)) : [];
         const key = `${strategy}@${share}`;
-        const t = tallies.get(key) ?? { kept: {}, total: {}, overBudget: 0, tokensBefore: 0, tokensAfter: 0, lost: 0, found: 0 };
+        const t = tallies.get(key) ?? { kept: {}, total: {}, overBudget: 0, tokensBefore: 0, tokensAfter: 0, lost: 0, found: 0, foundFirst: 0, edits: 0 };
         let kept = 0;
         const lost: (typeof s.qa)[number][] = [];
         for (const q of s.qa) {
@@ -166,14 +202,20 @@ export async function benchLocomo(o: LocomoOptions): Promise<Record<string, unkn
             kept++;
           } else lost.push(q);
         }
-        if (o.search && strategy === 'contextd' && within) {
+        const archive = archives.get(share);
+        if (archive && strategy === 'contextd' && within) {
+          const sessionId = s.id;
+          await archivePlan(archive, model, sessionId, res.budget, counter);
           for (const q of lost) {
-            const hits = await o.search.find(s.id, q.question, 5);
+            const hits = archive.search(q.question, { sessionId, limit: 5 });
             t.lost++;
-            if (hits.some((msgs) => answerable(q.words, msgs.map(wordSet)))) t.found++;
+            const answers = hits.map((h) => answerable(q.words, h.messages.map((m) => wordSet(m.text))));
+            if (answers.some(Boolean)) t.found++;
+            if (answers[0] === true) t.foundFirst++;
           }
         }
         t.overBudget += within ? 0 : 1;
+        t.edits += res.edits.length;
         t.tokensBefore += res.tokensBefore;
         t.tokensAfter += res.tokensAfter;
         tallies.set(key, t);
@@ -198,7 +240,9 @@ export async function benchLocomo(o: LocomoOptions): Promise<Record<string, unkn
         ...byCat,
         tokensKept: ratio(t.tokensAfter, t.tokensBefore),
         overBudget: t.overBudget,
-        ...(o.search && strategy === 'contextd' ? { lostQa: t.lost, searchFound: t.found, searchRecall: ratio(t.found, t.lost) } : {}),
+        edits: t.edits,
+        // search recall is per archived edit (a hit is one edit's originals): read it with `edits`
+        ...(archives.size > 0 && strategy === 'contextd' ? { lostQa: t.lost, searchFound: t.found, searchRecall: ratio(t.found, t.lost), searchRecallTop1: ratio(t.foundFirst, t.lost) } : {}),
       });
     }
   }

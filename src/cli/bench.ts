@@ -20,7 +20,7 @@ function defaultCorpus(): string {
   return resolve('../shared/corpus');
 }
 
-async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promise<Record<string, unknown>> {
+async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, locomoDir: string | undefined): Promise<Record<string, unknown>> {
   switch (scenario) {
     case 'ingest': {
       const { benchIngest } = await import('../bench/ingest.js');
@@ -33,7 +33,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string): Promi
     }
     case 'retention': {
       const { benchRetention } = await import('../bench/retention.js');
-      return benchRetention({ corpusDir });
+      return benchRetention({ corpusDir, ...(locomoDir !== undefined ? { locomoDir } : {}) });
     }
     case 'warm': {
       const { benchWarm } = await import('../bench/warm.js');
@@ -54,14 +54,16 @@ export function registerBench(program: Command): void {
     .description('run benchmark scenarios and print their figures as JSON')
     .argument('[scenario]', SCENARIOS.join('|'), 'all')
     .option('--corpus <dir>', 'transcript corpus (default ../shared/corpus)')
+    .option('--locomo <dir>', 'LoCoMo data for the retention scenario (default $CONTEXTD_LOCOMO)')
     .option('--json', 'print JSON (always on; accepted for symmetry)')
-    .action(async (scenario: string, flags: { corpus?: string }) => {
+    .action(async (scenario: string, flags: { corpus?: string; locomo?: string }) => {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
       const corpusDir = flags.corpus ?? defaultCorpus();
       if (!existsSync(corpusDir)) throw usageError(`corpus not found at ${corpusDir}: pass --corpus DIR`);
       const list = scenario === 'all' ? (['ingest', 'retention', 'warm', 'latency'] as const) : [scenario as Exclude<Scenario, 'all'>];
       const results: Record<string, unknown> = {};
-      for (const s of list) results[s] = await run(s, corpusDir);
+      if (flags.locomo !== undefined && !existsSync(join(flags.locomo, 'locomo-dev.json'))) throw usageError(`no locomo-dev.json in ${flags.locomo}`);
+      for (const s of list) results[s] = await run(s, corpusDir, flags.locomo);
       printJson({ node: process.version, platform: `${process.platform}-${process.arch}`, cpus: (await import('node:os')).cpus().length, ...(list.length === 1 ? results[list[0] as string] as object : results), benchPeakRssMiB: peakRssMiB() });
     });
 }
