@@ -12,7 +12,7 @@ import type { ScoreFactors, Section } from '../model/types.js';
 import { runDetectors } from './detectors/index.js';
 import { textOf } from './detectors/util.js';
 import { ReferenceIndex } from './keyterms.js';
-import { buildUnits, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
+import { buildUnits, CONVERSATIONAL_KINDS, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
 import { createExtractiveSummarizer } from './summarize/extractive.js';
 import { isConversational } from './summarize/span.js';
 import { isStandingConstraint } from '../model/classify.js';
@@ -26,8 +26,6 @@ export const DEFAULT_HYSTERESIS = 0.1;
 /** At most this many selection rounds (each re-selects with more savings when summaries overshoot). */
 const MAX_ROUNDS = 4;
 const SUMMARIZE_CONCURRENCY = 4;
-/** Section kinds whose runs become span summaries (see summarize/span.ts). */
-const CONVERSATIONAL_KINDS: ReadonlySet<string> = new Set(['user-instruction', 'user-message', 'assistant-text']);
 
 export interface PlanOptions {
   readonly mode: PlanMode;

@@ -92,9 +92,21 @@ function splitLong(run: Unit[], ratio: number): Unit[][] {
   return out;
 }
 
+/** Section kinds whose runs become span summaries (see summarize/span.ts). */
+export const CONVERSATIONAL_KINDS: ReadonlySet<string> = new Set(['user-instruction', 'user-message', 'assistant-text']);
+
+/**
+ * Tokens a unit saves. A conversational turn joins its neighbours in one span summary, so it
+ * costs its share of that summary (no per-edit minimum): a chat of many short turns compacts.
+ */
+function unitSaving(u: Unit, ratio: number): number {
+  if (u.reason === 'low-score' && CONVERSATIONAL_KINDS.has(u.section.kind)) return u.section.tokens * (1 - ratio);
+  return u.section.tokens - summaryBudget(u.section.tokens, ratio, u.reason);
+}
+
 /** Value lost per token saved. */
 export function unitCost(u: Unit, ratio: number): number {
-  const saved = u.section.tokens - summaryBudget(u.section.tokens, ratio, u.reason);
+  const saved = unitSaving(u, ratio);
   if (saved <= 0) return Number.POSITIVE_INFINITY;
   return (REASON_DISCOUNT[u.reason] * Math.max(u.section.score, 1e-6) * u.section.tokens) / saved;
 }
@@ -122,7 +134,7 @@ export function selectRuns(units: readonly Unit[], opts: SelectOptions): Selecte
   for (const { u } of ranked) {
     if (saved >= opts.needTokens) break;
     chosen.push(u);
-    saved += u.section.tokens - summaryBudget(u.section.tokens, opts.ratio, u.reason);
+    saved += unitSaving(u, opts.ratio);
   }
   // small low-score sections next to a chosen low-score run ride along (too small alone)
   const chosenIdx = new Map(chosen.filter((u) => u.reason === 'low-score').map((u) => [u.index, u]));
