@@ -50,8 +50,8 @@ export function cliPath(): string {
 }
 
 /** Spawn `contextd daemon ARGS` and resolve once it logs that it is running. */
-export async function startDaemonProcess(args: readonly string[], timeoutMs = 120_000): Promise<{ proc: ChildProcess; stop: () => Promise<void> }> {
-  const proc = spawn(process.execPath, [cliPath(), 'daemon', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CONTEXTD_LOG_LEVEL: 'info' } });
+export async function startDaemonProcess(args: readonly string[], timeoutMs = 120_000, cli: string = cliPath()): Promise<{ proc: ChildProcess; stop: () => Promise<void> }> {
+  const proc = spawn(process.execPath, [cli, 'daemon', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CONTEXTD_LOG_LEVEL: 'info' } });
   let buf = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`daemon did not start in ${timeoutMs} ms: ${buf.slice(-2000)}`)), timeoutMs);

@@ -31,7 +31,7 @@ import { readTranscriptFile } from '../ingest/decoder.js';
 import { SessionModel } from '../model/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { compactWithStrategy, planCompaction, SummaryCache, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
-import { extractConfigValues, extractErrorLines, sentences } from '../compact/text.js';
+import { extractConfigValues, extractErrorLines, sentences } from '../text/index.js';
 import { toolAction } from '../model/toolargs.js';
 
 export const PROBE_CATEGORIES = ['instruction', 'goal', 'decision', 'error', 'path', 'fact'] as const;

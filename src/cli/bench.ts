@@ -2,26 +2,52 @@ import type { Command } from 'commander';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { printJson, usageError } from './output.js';
 import { peakRssMiB } from '../bench/harness.js';
 
-const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'all'] as const;
+const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'load', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
-/** The corpus beside the repository (../shared/corpus), or --corpus. */
-function defaultCorpus(): string {
-  let dir = fileURLToPath(new URL('.', import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const candidate = resolve(dir, '../shared/corpus');
-    if (existsSync(candidate)) return candidate;
-    dir = resolve(dir, '..');
-  }
-  return resolve('../shared/corpus');
+/** Scenarios that read a folder of real transcripts (latency generates its own load). */
+const NEEDS_CORPUS: ReadonlySet<Scenario> = new Set(['ingest', 'retention', 'warm', 'all']);
+
+/** The transcript folder: `--corpus`, else `CONTEXTD_CORPUS`; undefined when neither names one. */
+function corpusFolder(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = flag ?? env['CONTEXTD_CORPUS'];
+  return value === undefined || value.trim() === '' ? undefined : resolve(value);
 }
 
-async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, locomoDir: string | undefined): Promise<Record<string, unknown>> {
+interface LoadFlags {
+  duration?: string;
+  sessions?: string;
+  rate?: string;
+  idle?: string;
+  cli?: string;
+}
+
+function positive(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw usageError(`--${name} must be a positive number (got "${v}")`);
+  return n;
+}
+
+async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: LoadFlags = {}, locomoDir?: string): Promise<Record<string, unknown>> {
   switch (scenario) {
+    case 'load': {
+      const { benchLoad } = await import('../bench/load.js');
+      const sessions = positive('sessions', load.sessions);
+      const linesPerSecond = positive('rate', load.rate);
+      const durationSeconds = positive('duration', load.duration);
+      const idleSeconds = positive('idle', load.idle);
+      return benchLoad({
+        ...(sessions !== undefined ? { sessions } : {}),
+        ...(linesPerSecond !== undefined ? { linesPerSecond } : {}),
+        ...(durationSeconds !== undefined ? { durationSeconds } : {}),
+        ...(idleSeconds !== undefined ? { idleSeconds } : {}),
+        ...(load.cli !== undefined ? { cli: resolve(load.cli) } : {}),
+      });
+    }
     case 'ingest': {
       const { benchIngest } = await import('../bench/ingest.js');
       const { benchModel } = await import('../bench/model.js');
@@ -47,23 +73,31 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, locomo
   }
 }
 
-/** `contextd bench [ingest|latency|retention|warm|all] [--json]`: benchmark figures as JSON. */
+/** `contextd bench [ingest|latency|retention|warm|load|all] [--json]`: benchmark figures as JSON. */
 export function registerBench(program: Command): void {
   program
     .command('bench')
     .description('run benchmark scenarios and print their figures as JSON')
     .argument('[scenario]', SCENARIOS.join('|'), 'all')
-    .option('--corpus <dir>', 'transcript corpus (default ../shared/corpus)')
-    .option('--locomo <dir>', 'LoCoMo data for the retention scenario (default $CONTEXTD_LOCOMO)')
+    .option('--corpus <dir>', 'folder of real transcripts (default $CONTEXTD_CORPUS)')
+    .option('--locomo <dir>', 'retention: LoCoMo data, a folder with locomo-dev.json (default $CONTEXTD_LOCOMO)')
     .option('--json', 'print JSON (always on; accepted for symmetry)')
-    .action(async (scenario: string, flags: { corpus?: string; locomo?: string }) => {
+    .option('--duration <s>', 'load: seconds of load (default 60)')
+    .option('--sessions <n>', 'load: sessions (default 50)')
+    .option('--rate <n>', 'load: lines per second per session (default 20)')
+    .option('--idle <s>', 'load: seconds idle after the load before RSS is read again (default 20)')
+    .option('--cli <path>', 'load: another build\'s dist/src/cli/main.js to measure (before/after)')
+    .action(async (scenario: string, flags: { corpus?: string; locomo?: string } & LoadFlags) => {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
-      const corpusDir = flags.corpus ?? defaultCorpus();
-      if (!existsSync(corpusDir)) throw usageError(`corpus not found at ${corpusDir}: pass --corpus DIR`);
+      const corpusDir = corpusFolder(flags.corpus) ?? '';
+      if (NEEDS_CORPUS.has(scenario as Scenario)) {
+        if (corpusDir === '') throw usageError(`bench ${scenario} reads a folder of real transcripts: pass --corpus DIR or set CONTEXTD_CORPUS`);
+        if (!existsSync(corpusDir)) throw usageError(`--corpus ${corpusDir}: no such folder`);
+      }
       const list = scenario === 'all' ? (['ingest', 'retention', 'warm', 'latency'] as const) : [scenario as Exclude<Scenario, 'all'>];
       const results: Record<string, unknown> = {};
       if (flags.locomo !== undefined && !existsSync(join(flags.locomo, 'locomo-dev.json'))) throw usageError(`no locomo-dev.json in ${flags.locomo}`);
-      for (const s of list) results[s] = await run(s, corpusDir, flags.locomo);
+      for (const s of list) results[s] = await run(s, corpusDir, flags, flags.locomo);
       printJson({ node: process.version, platform: `${process.platform}-${process.arch}`, cpus: (await import('node:os')).cpus().length, ...(list.length === 1 ? results[list[0] as string] as object : results), benchPeakRssMiB: peakRssMiB() });
     });
 }

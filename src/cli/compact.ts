@@ -1,12 +1,16 @@
 /**
- * `contextd compact FILE --budget N [--reserve R] [--strategy …] [--json] [--out F.jsonl]`:
- * compact a transcript offline with one strategy and show (or write) the result.
+ * `contextd compact FILE --budget N [--reserve R] [--strategy …] [--json] [--out F.jsonl] [--state DIR]`:
+ * compact a transcript offline with one strategy and show (or write) the result. The budget
+ * counts what `inspect` counts (calibrated to the agent's usage reports); the originals of
+ * every summary are archived under `--state` so the handles it quotes resolve.
  * Exits 1, naming the blocking anchors, when the budget cannot be met without dropping anchors.
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { compactWithStrategy, STRATEGIES, type CompactResult, type StrategyName } from '../compact/index.js';
-import { readTranscriptFile } from '../ingest/decoder.js';
+import { readTranscriptFile, sessionIdForFile } from '../ingest/decoder.js';
+import { Archive } from '../store/index.js';
+import { openStateForCli } from './state.js';
 import { SessionModel } from '../model/index.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { parsePositiveInt, parseRatio, pct, printJson, printLine, usageError } from './output.js';
@@ -17,6 +21,27 @@ interface CompactFlags {
   strategy: string;
   json?: boolean;
   out?: string;
+  state?: string;
+}
+
+/**
+ * Archive the originals of every edit whose summary quotes a recall handle, so `contextd
+ * recall h_…` (same `--state`) returns them. Returns how many were archived.
+ */
+function archiveOriginals(model: SessionModel, result: CompactResult, stateDir: string | undefined): number {
+  const entries = result.edits.flatMap((e) =>
+    e.handle === undefined
+      ? []
+      : [{ handle: e.handle, sessionId: model.sessionId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: e.replaces.flatMap((id) => [...model.messagesOf(id)]), tokens: e.tokensBefore, createdAt: Date.now() }],
+  );
+  if (entries.length === 0) return 0;
+  const db = openStateForCli(stateDir, { create: true });
+  try {
+    new Archive(db).putMany(entries);
+  } finally {
+    db.close();
+  }
+  return entries.length;
 }
 
 function parseStrategy(value: string): StrategyName {
@@ -24,9 +49,13 @@ function parseStrategy(value: string): StrategyName {
   return value as StrategyName;
 }
 
-function printHuman(file: string, r: CompactResult): void {
+function printHuman(file: string, r: CompactResult, archived: number, stateDir: string | undefined): void {
   printLine(`${file}: ${r.strategy}`);
-  printLine(`tokens ${r.tokensBefore} → ${r.tokensAfter} (target ${r.budget}, saved ${pct(r.tokensBefore ? 1 - r.tokensAfter / r.tokensBefore : 0)})`);
+  const calibrated = r.tokensBefore !== r.countedTokensBefore;
+  printLine(
+    `tokens ${r.tokensBefore} → ${r.tokensAfter} (target ${r.budget}, saved ${pct(r.tokensBefore ? 1 - r.tokensAfter / r.tokensBefore : 0)})${calibrated ? ` — reported (calibrated to the agent's usage); counted ${r.countedTokensBefore} → ${r.countedTokensAfter}` : ''}`,
+  );
+  if (archived > 0) printLine(`archived ${archived} original${archived === 1 ? '' : 's'} under their recall handles in ${stateDir ?? 'the default state dir'}`);
   printLine(`messages out: ${r.messages.length}, edits: ${r.edits.length}`);
   if (r.edits.length > 0) {
     printLine('');
@@ -35,7 +64,15 @@ function printHuman(file: string, r: CompactResult): void {
       printLine(`${e.editId.slice(0, 22).padEnd(22)} ${e.reason.padEnd(22)} ${String(e.replaces.length).padStart(8)} ${String(e.tokensBefore).padStart(8)} ${String(e.tokensAfter).padStart(7)}`);
     }
   }
-  if (r.unreachable) printLine(`\nunreachable: anchors ${r.unreachable.anchors.join(', ')} stand in the way (${r.unreachable.anchorTokens} anchor tokens)`);
+  if (r.unreachable) printLine(`\nunreachable: ${unreachableReason(r.unreachable)}`);
+}
+
+/** Why a budget cannot be met, in words a person can act on. */
+function unreachableReason(u: NonNullable<CompactResult['unreachable']>): string {
+  const parts: string[] = [];
+  if (u.anchors.length > 0) parts.push(`anchors ${u.anchors.join(', ')} stand in the way (${u.anchorTokens} anchor tokens)`);
+  if (u.overheadTokens !== undefined) parts.push(`the agent's own context (system prompt, tool definitions) takes ${u.overheadTokens} tokens by its usage reports`);
+  return parts.length > 0 ? parts.join('; ') : 'what must stay does not fit';
 }
 
 /** Register `compact` on the program. */
@@ -49,20 +86,23 @@ export function registerCompact(program: Command): void {
     .option('--strategy <name>', `one of ${STRATEGIES.join('|')}`, 'contextd')
     .option('--json', 'print one JSON document')
     .option('--out <file>', 'write the compacted messages as openai-chat JSONL')
+    .option('--state <dir>', 'state directory where originals are archived for `contextd recall` (default $XDG_STATE_HOME/contextd)')
     .action(async (file: string, flags: CompactFlags) => {
       const strategy = parseStrategy(flags.strategy);
       const transcript = await readTranscriptFile(file);
-      const model = new SessionModel({ sessionId: file, budgetTokens: flags.budget, reserveRatio: flags.reserve });
+      const model = new SessionModel({ sessionId: sessionIdForFile(file), budgetTokens: flags.budget, reserveRatio: flags.reserve });
       model.applyAll(transcript.events);
       const result = await compactWithStrategy(model, { strategy, budgetTokens: flags.budget, reserveRatio: flags.reserve });
+      // every handle a summary quotes must resolve: archive before anything is printed or written
+      const archived = archiveOriginals(model, result, flags.state);
       if (flags.out) writeFileSync(flags.out, result.messages.map((m) => JSON.stringify(m)).join('\n') + (result.messages.length ? '\n' : ''));
-      if (flags.json) printJson({ file, format: transcript.format, ...result });
-      else printHuman(file, result);
+      if (flags.json) printJson({ file, format: transcript.format, ...result, archived });
+      else printHuman(file, result, archived, flags.state);
       if (result.unreachable) {
         throw new ContextdError(
           ErrorCode.BUDGET_UNREACHABLE,
-          `budget ${flags.budget} (target ${result.budget} tokens) cannot be met: anchors ${result.unreachable.anchors.join(', ')} stand in the way (${result.tokensAfter} tokens after compaction)`,
-          { anchors: result.unreachable.anchors, anchorTokens: result.unreachable.anchorTokens },
+          `budget ${flags.budget} (target ${result.budget} tokens) cannot be met: ${unreachableReason(result.unreachable)} (${result.tokensAfter} tokens after compaction)`,
+          { ...result.unreachable },
         );
       }
     });

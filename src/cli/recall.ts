@@ -51,6 +51,8 @@ function show(archive: Archive, handle: string, json: boolean): void {
     return;
   }
   printLine(`${entry.handle}  session ${entry.sessionId}  reason ${entry.reason}  sections ${entry.sectionIds.join(',')}  ${entry.tokens} tokens`);
+  const redacted = entry.redactions ?? [];
+  if (redacted.length > 0) printLine(`secrets redacted before archiving: ${redacted.map((r) => `${r.rule} ×${r.count}`).join(', ')}`);
   printMessages(entry.messages);
 }
 

@@ -5,16 +5,16 @@
  */
 import type { Message } from '../model/messages.js';
 import { memoMessage } from './memo.js';
-import { termsOf } from './text.js';
+import { contentTerms } from '../text/index.js';
 
 /** Terms a message's user/assistant text or tool arguments mention (none for tool results). */
 function refTermsOf(m: Message): ReadonlySet<string> {
-  return memoMessage(m, 'ref-terms', (x) => (x.role === 'tool' ? new Set<string>() : termsOf(`${x.text}\n${(x.toolCalls ?? []).map((c) => c.arguments).join('\n')}`)));
+  return memoMessage(m, 'ref-terms', (x) => (x.role === 'tool' ? new Set<string>() : contentTerms(`${x.text}\n${(x.toolCalls ?? []).map((c) => c.arguments).join('\n')}`)));
 }
 
 /** Terms a message contains for document frequency (tool results: their first 20k chars). */
 function dfTermsOf(m: Message): ReadonlySet<string> {
-  return m.role === 'tool' ? memoMessage(m, 'df-terms', (x) => termsOf(x.text.length > 20_000 ? x.text.slice(0, 20_000) : x.text)) : refTermsOf(m);
+  return m.role === 'tool' ? memoMessage(m, 'df-terms', (x) => contentTerms(x.text.length > 20_000 ? x.text.slice(0, 20_000) : x.text)) : refTermsOf(m);
 }
 
 export class ReferenceIndex {
@@ -30,7 +30,7 @@ export class ReferenceIndex {
       for (const t of refTermsOf(m)) this.lastRef.set(t, i);
       for (const t of dfTermsOf(m)) this.df.set(t, (this.df.get(t) ?? 0) + 1);
     });
-    this.goalTerms = termsOf(goal);
+    this.goalTerms = contentTerms(goal);
     this.rareLimit = Math.max(4, Math.ceil(messages.length * 0.03));
   }
 
@@ -41,10 +41,10 @@ export class ReferenceIndex {
 
   /** Terms of `text` (the messages ending at index `end`) that the goal or a later turn mentions. */
   keyTermsFor(text: string, end: number): string[] {
-    return this.keyTermsOf(termsOf(text), end);
+    return this.keyTermsOf(contentTerms(text), end);
   }
 
-  /** `keyTermsFor` over terms already extracted (`termsOf` of the text). */
+  /** `keyTermsFor` over terms already extracted (`contentTerms` of the text). */
   keyTermsOf(terms: Iterable<string>, end: number): string[] {
     const out: string[] = [];
     for (const t of terms) {

@@ -18,7 +18,7 @@ import { isConversational } from './summarize/span.js';
 import { isStandingConstraint } from '../model/classify.js';
 import { ensureSurvival, keyFacts } from './survival.js';
 import { BoundedMemo, memoList, memoMessage } from './memo.js';
-import { fnv1a64, termsOf } from './text.js';
+import { fnv1a64, contentTerms } from '../text/index.js';
 import type { CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
 
 export const DEFAULT_SOFT_WATERMARK = 0.6;
@@ -99,6 +99,17 @@ export function toCountedTokens(model: CompactableModel, calibrated: number): nu
   return Math.floor((calibrated - c.offsetTokens) / c.ratio);
 }
 
+/**
+ * The target of compacting to a context window of `budgetTokens` with `reserveRatio` kept
+ * free, in the agent's terms (`target`, what inspect and headroom count) and in the model's
+ * own count (`countedTarget`, what edits reduce). `contextd compact`, `contextd fork` and the
+ * daemon budget against this one conversion.
+ */
+export function compactionTarget(model: CompactableModel, budgetTokens: number, reserveRatio: number): { target: number; countedTarget: number } {
+  const target = Math.floor(budgetTokens * (1 - reserveRatio));
+  return { target, countedTarget: Math.max(0, toCountedTokens(model, target)) };
+}
+
 /** The calibrated size of a context whose own count is `counted`. */
 export function toCalibratedTokens(model: CompactableModel, counted: number): number {
   const c = model.calibration?.();
@@ -153,6 +164,8 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
     headroomAfter: headroomBefore,
     tokensBefore,
     tokensAfter: tokensBefore,
+    calibratedTokensBefore: toCalibratedTokens(model, tokensBefore),
+    calibratedTokensAfter: toCalibratedTokens(model, tokensBefore),
     edits: [],
     survival: { checked: 0, missing: [], reinjected: 0 },
     modelVersion,
@@ -201,8 +214,25 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   };
   const tokensAfter = tokensBefore - savedBy(records);
   for (const e of edits) log?.debug({ planId, editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, scores: e.scores }, 'compaction edit');
-  log?.info({ planId, sessionId, mode: options.mode, edits: edits.length, tokensBefore, tokensAfter, target, survival: { checked: survival.checked, reinjected: survival.reinjected } }, 'compaction planned');
-  return { ...empty, headroomAfter: 1 - toCalibratedTokens(model, tokensAfter) / total, tokensAfter, edits, survival };
+  const calibratedTokensAfter = toCalibratedTokens(model, tokensAfter);
+  // tokens*: the agent's (calibrated) count, as headroom and inspect show it; counted*: our raw count
+  log?.info(
+    {
+      planId,
+      sessionId,
+      mode: options.mode,
+      edits: edits.length,
+      tokensBefore: empty.calibratedTokensBefore,
+      tokensAfter: calibratedTokensAfter,
+      target: toCalibratedTokens(model, target),
+      countedTokensBefore: tokensBefore,
+      countedTokensAfter: tokensAfter,
+      countedTarget: target,
+      survival: { checked: survival.checked, reinjected: survival.reinjected },
+    },
+    'compaction planned',
+  );
+  return { ...empty, headroomAfter: 1 - calibratedTokensAfter / total, tokensAfter, calibratedTokensAfter, edits, survival };
 }
 
 /** Summary token counts per counter (summaries repeat across rounds and re-plans). */
@@ -220,17 +250,17 @@ function countTokens(counter: TokenCounter, text: string): number {
 const KEY_TEXT_CHARS = 200_000;
 
 /**
- * `termsOf(textOf(messages))`, on the first KEY_TEXT_CHARS chars. Terms never span a line
+ * `contentTerms(textOf(messages))`, on the first KEY_TEXT_CHARS chars. Terms never span a line
  * break, so (under the cap) they are the union of each message's terms, memoized per message.
  */
 function textTermsOf(messages: readonly Message[]): ReadonlySet<string> {
   return memoList(messages, 'text-terms', (ms) => {
     const texts = ms.map((m) => memoMessage(m, 'text', (x) => textOf([x])));
     const length = texts.reduce((n, t) => n + t.length, 0) + Math.max(0, texts.length - 1);
-    if (length > KEY_TEXT_CHARS) return termsOf(textOf(ms).slice(0, KEY_TEXT_CHARS));
+    if (length > KEY_TEXT_CHARS) return contentTerms(textOf(ms).slice(0, KEY_TEXT_CHARS));
     const out = new Set<string>();
     ms.forEach((m, i) => {
-      for (const t of memoMessage(m, 'text-terms', () => termsOf(texts[i] ?? ''))) out.add(t);
+      for (const t of memoMessage(m, 'text-terms', () => contentTerms(texts[i] ?? ''))) out.add(t);
     });
     return out;
   });
@@ -331,7 +361,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     end: Math.max(...run.sections.map((s) => s.messageRange.end)),
   };
   const keyTerms = b.refs.keyTermsOf(textTermsOf(messages), range.end);
-  const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens };
+  const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens, handle };
   const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${JSON.stringify(run.detail)}`;
   let raw = b.cache?.get(cacheKey);
   if (raw === undefined) {

@@ -11,7 +11,7 @@
  */
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import type { ScoreFactors, Section } from '../model/types.js';
-import { planCompaction } from './planner.js';
+import { compactionTarget, planCompaction, toCalibratedTokens } from './planner.js';
 import { renderMessage, renderText, repairPairs, totalTokens, type Rendered } from './render.js';
 import { extractiveSummary } from './summarize/extractive.js';
 import type { CompactableModel, CompactResult, StrategyName, Summarizer } from './types.js';
@@ -84,16 +84,39 @@ function finish(
     tokensBefore,
     tokensAfter: after,
     budget,
+    countedTokensBefore: tokensBefore,
+    countedTokensAfter: after,
+    countedBudget: budget,
     edits,
     messages: out.map((r) => r.chat),
     ...(unreachable ? { unreachable } : {}),
   };
 }
 
-/** Compact the whole session to `budgetTokens × (1 − reserveRatio)` with one strategy. */
+/**
+ * Compact the whole session to `budgetTokens × (1 − reserveRatio)` with one strategy. The
+ * budget is in the agent's terms (calibrated to its usage reports, as `inspect` counts); the
+ * strategies work in the model's own count, so the target is converted once here, and the
+ * result reports both (tokens* calibrated, countedTokens* raw).
+ */
 export async function compactWithStrategy(model: CompactableModel, o: StrategyOptions): Promise<CompactResult> {
+  const { countedTarget } = compactionTarget(model, o.budgetTokens, o.reserveRatio);
+  const raw = await compactCounted(model, o, countedTarget);
+  const { target } = compactionTarget(model, o.budgetTokens, o.reserveRatio);
+  const tokensAfter = toCalibratedTokens(model, raw.countedTokensAfter);
+  const overheadTokens = toCalibratedTokens(model, 0);
+  const unreachable = raw.unreachable ?? (tokensAfter > target ? { anchors: [], anchorTokens: 0 } : undefined);
+  return {
+    ...raw,
+    tokensBefore: toCalibratedTokens(model, raw.countedTokensBefore),
+    tokensAfter,
+    budget: target,
+    ...(unreachable ? { unreachable: overheadTokens > 0 ? { ...unreachable, overheadTokens } : unreachable } : {}),
+  };
+}
+
+async function compactCounted(model: CompactableModel, o: StrategyOptions, target: number): Promise<CompactResult> {
   const counter = o.tokenCounter ?? createTokenCounter();
-  const target = Math.floor(o.budgetTokens * (1 - o.reserveRatio));
   const groups = renderSections(model, counter);
   const tokensBefore = groups.reduce((n, g) => n + g.tokens, 0);
   switch (o.strategy) {
@@ -120,7 +143,7 @@ async function contextd(model: CompactableModel, groups: Group[], tokensBefore: 
     if (!e) out.push(...g.rendered);
     else if (e.replaces[0] === g.section.id) out.push({ chat: { role: e.summary.role, content: e.summary.content }, tokens: e.tokensAfter });
   }
-  const edits = plan.edits.map((e) => ({ editId: e.editId, replaces: e.replaces, reason: e.reason, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, scores: e.scores }));
+  const edits = plan.edits.map((e) => ({ editId: e.editId, replaces: e.replaces, reason: e.reason, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, scores: e.scores, handle: e.handle }));
   return finish('contextd', tokensBefore, target, out, edits, counter, blockers);
 }
 

@@ -10,7 +10,8 @@
  *  - archive handles of earlier summaries being re-compacted.
  */
 import type { Message } from '../model/messages.js';
-import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, termsOf, uniq } from './text.js';
+import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, contentTerms, stripDanglingRefs, uniq } from '../text/index.js';
+import { toolOutcome } from './outcome.js';
 import { memoMessage } from './memo.js';
 import { toolAction } from '../model/toolargs.js';
 
@@ -20,6 +21,8 @@ export interface KeyFacts {
   readonly paths: string[];
   readonly constraints: string[];
   readonly errors: string[];
+  /** Verdict lines of test/build runs (passed or failed). */
+  readonly verdicts: string[];
   readonly taskWords: string[];
   readonly values: string[];
   readonly handles: string[];
@@ -36,6 +39,7 @@ interface MessageFacts {
   readonly toolValues: readonly { readonly key: string; readonly text: string }[];
   readonly terms: ReadonlySet<string>;
   readonly error: string | undefined;
+  readonly verdict: string | undefined;
 }
 
 function messageFacts(m: Message): MessageFacts {
@@ -50,6 +54,7 @@ function messageFacts(m: Message): MessageFacts {
     for (const h of body.matchAll(/\[contextd recall (h_[0-9a-f]+)\]/g)) if (h[1]) handles.push(h[1]);
     const last = finalErrorLine(m);
     const error = last ? clip(last, 240) : undefined;
+    const verdict = m.role === 'tool' ? toolOutcome(m).verdict : undefined;
     if (m.role !== 'tool') {
       paths.push(...extractPaths(body));
       return {
@@ -58,8 +63,9 @@ function messageFacts(m: Message): MessageFacts {
         constraints: extractConstraints(body).map((c) => clip(c, 240)),
         values: extractConfigValues(body).map((v) => clip(v.text, 140)),
         toolValues: [],
-        terms: termsOf(body),
+        terms: contentTerms(body),
         error,
+        verdict,
       };
     }
     const head = body.length > 50_000 ? body.slice(0, 50_000) : body;
@@ -69,8 +75,9 @@ function messageFacts(m: Message): MessageFacts {
       constraints: [],
       values: [],
       toolValues: extractConfigValues(head).map((v) => ({ key: v.key.toLowerCase(), text: clip(v.text, 140) })),
-      terms: termsOf(head),
+      terms: contentTerms(head),
       error,
+      verdict,
     };
   });
 }
@@ -80,6 +87,7 @@ export function keyFacts(messages: readonly Message[], goalWords: readonly strin
   const paths: string[] = [];
   const constraints: string[] = [];
   const errors: string[] = [];
+  const verdicts: string[] = [];
   const values: string[] = [];
   const handles: string[] = [];
   const key = new Set(keyTerms.map((t) => t.toLowerCase()));
@@ -93,12 +101,14 @@ export function keyFacts(messages: readonly Message[], goalWords: readonly strin
     for (const v of f.toolValues) if (key.has(v.key)) values.push(v.text);
     termSets.push(f.terms);
     if (f.error) errors.push(f.error);
+    if (f.verdict) verdicts.push(f.verdict);
   }
   const cap = (xs: string[]): string[] => uniq(xs.filter((x) => x.trim().length > 0)).slice(0, MAX_FACTS_PER_KIND);
   return {
     paths: cap(paths),
     constraints: cap(constraints),
     errors: cap(errors),
+    verdicts: cap(verdicts),
     taskWords: cap(goalWords.filter((w) => termSets.some((t) => t.has(w)))),
     values: cap(values),
     handles: cap(handles),
@@ -106,19 +116,19 @@ export function keyFacts(messages: readonly Message[], goalWords: readonly strin
 }
 
 /**
- * The final error line of a message: its last error/exception line, or — for a failed tool
- * result without one — its last non-empty line (the outcome).
+ * The final error line of a message: for a tool result, what its failure said (the assertion,
+ * else the exception or error line) and nothing when it succeeded; for other text, its last
+ * error/exception line.
  */
 export function finalErrorLine(m: Message): string | undefined {
+  if (m.role === 'tool') {
+    const o = toolOutcome(m);
+    return o.failed ? (o.assertions[0] ?? o.error ?? o.verdict) : undefined;
+  }
   const body = m.text.length > 100_000 ? m.text.slice(-100_000) : m.text;
   const errs = extractErrorLines(`${m.reasoning ?? ''}\n${body}`);
   const last = errs[errs.length - 1];
-  if (last) return last;
-  if (m.role === 'tool' && m.isError) {
-    const tail = body.trim().split('\n').filter((l) => l.trim().length > 0).pop()?.trim();
-    if (tail && tail.length <= 400) return tail;
-  }
-  return undefined;
+  return last ? stripDanglingRefs(last) || undefined : undefined;
 }
 
 /** Result of checking one summary. */
@@ -134,6 +144,7 @@ export function ensureSurvival(content: string, facts: KeyFacts): SurvivalCheck 
   const all: [string, string][] = [
     ...facts.constraints.map((f): [string, string] => ['constraint', f]),
     ...facts.errors.map((f): [string, string] => ['error', f]),
+    ...facts.verdicts.map((f): [string, string] => ['verdict', f]),
     ...facts.paths.map((f): [string, string] => ['path', f]),
     ...facts.values.map((f): [string, string] => ['value', f]),
     ...facts.handles.map((f): [string, string] => ['handle', f]),
@@ -148,6 +159,7 @@ export function ensureSurvival(content: string, facts: KeyFacts): SurvivalCheck 
   };
   group('constraint', '- constraints', ' | ');
   group('error', '- errors', ' | ');
+  group('verdict', '- results', ' | ');
   group('path', '- paths', ', ');
   group('value', '- values', '; ');
   group('handle', '- earlier', ', ');

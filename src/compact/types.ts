@@ -79,6 +79,8 @@ export interface SummarizeInput {
   readonly keyTerms?: readonly string[];
   /** Soft length bound of the summary, in tokens (≈ 3.5 chars each). */
   readonly maxTokens?: number;
+  /** The archive handle the originals are stored under (for notes such as omitted images). */
+  readonly handle?: string;
 }
 
 export interface Summarizer {
@@ -118,8 +120,15 @@ export interface Plan {
   readonly mode: PlanMode;
   readonly headroomBefore: number;
   readonly headroomAfter: number;
+  /** Raw: the model's own (tiktoken) count of the live context before / after the plan. */
   readonly tokensBefore: number;
   readonly tokensAfter: number;
+  /**
+   * Reported: the same sizes in the agent's terms (calibrated to its usage reports; equal to
+   * the raw counts when it reported none). Headroom is computed from these.
+   */
+  readonly calibratedTokensBefore: number;
+  readonly calibratedTokensAfter: number;
   readonly edits: readonly Edit[];
   readonly survival: SurvivalReport;
   readonly modelVersion: number;
@@ -140,10 +149,18 @@ export type StrategyName = (typeof STRATEGIES)[number];
 
 export interface CompactResult {
   readonly strategy: StrategyName;
+  /**
+   * Context size before / after in the agent's terms: calibrated to its usage reports, the
+   * count `contextd inspect` shows (the raw count when the transcript reports no usage).
+   */
   readonly tokensBefore: number;
   readonly tokensAfter: number;
-  /** The token target: budgetTokens × (1 − reserveRatio). */
+  /** The token target in the same terms: budgetTokens × (1 − reserveRatio). */
   readonly budget: number;
+  /** Raw: our own tiktoken count of the messages before / after, and the target in that count. */
+  readonly countedTokensBefore: number;
+  readonly countedTokensAfter: number;
+  readonly countedBudget: number;
   readonly edits: readonly {
     readonly editId: string;
     readonly replaces: readonly string[];
@@ -151,8 +168,14 @@ export interface CompactResult {
     readonly tokensBefore: number;
     readonly tokensAfter: number;
     readonly scores: Readonly<Record<string, ScoreFactors>>;
+    /** contextd edits: the archive handle the summary quotes (the caller archives the originals under it). */
+    readonly handle?: string;
   }[];
   readonly messages: readonly OpenAIChatMessage[];
-  /** Set when the target cannot be met without dropping anchors. */
-  readonly unreachable?: { readonly anchors: readonly string[]; readonly anchorTokens: number };
+  /**
+   * Set when the target cannot be met: without dropping anchors (`anchors`), or at all, because
+   * the agent's own context that no transcript edit removes (system prompt, tool definitions:
+   * `overheadTokens`, from its usage reports) leaves too little room.
+   */
+  readonly unreachable?: { readonly anchors: readonly string[]; readonly anchorTokens: number; readonly overheadTokens?: number };
 }

@@ -6,16 +6,25 @@
 import type { Archive } from '../store/index.js';
 import type { SessionManager } from './sessions.js';
 import type { WarmService } from './warm-service.js';
+import type { LiveSession } from './live-session.js';
 
 /** What the socket handlers may ask of the daemon. */
 export interface DaemonApi {
   sessions(): SessionManager;
   warm(): WarmService;
   archive(): Archive;
-  subscribe(connectionId: string, sessionId: string): void;
+  /** Subscribe a connection to a session; the current plan (or a fresh one) follows at once. */
+  subscribe(connectionId: string, session: LiveSession): void;
+  /** Harvest a finished session (tracked: shutdown waits for it). */
+  harvest(session: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId: string): Promise<{ harvested: number }>;
   /** Sessions a connection subscribed to. */
   subscribedSessions(connectionId: string): readonly string[];
   status(): DaemonStatus;
+  /**
+   * Whether the socket is shared with a group (`socketGroup`): then a connection sees only the
+   * sessions it subscribed to (by transcript path, or by an id it already sees).
+   */
+  readonly isolated: boolean;
 }
 
 /** `daemon.status` result as the daemon builds it. */

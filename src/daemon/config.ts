@@ -37,6 +37,18 @@ export const configFileSchema = z
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
     formats: z.record(z.string(), z.enum(TRANSCRIPT_FORMATS)).optional(),
     encoding: z.enum(['o200k_base', 'cl100k_base']).optional(),
+    followSymlinks: z.boolean().optional(),
+    maxClients: z.number().int().positive().optional(),
+    clientIdleTimeoutMs: z.number().int().min(0).optional(),
+    partialLineTimeoutMs: z.number().int().min(0).optional(),
+    shutdownTimeoutMs: z.number().int().positive().optional(),
+    archive: z
+      .object({
+        /** Replace secrets in archived originals by `[REDACTED:<rule>]` (default true). */
+        redactSecrets: z.boolean().optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -61,6 +73,17 @@ export interface DaemonOptions {
   readonly logLevel: string;
   readonly formats: Readonly<Record<string, (typeof TRANSCRIPT_FORMATS)[number]>>;
   readonly encoding: 'o200k_base' | 'cl100k_base';
+  readonly archive: { readonly redactSecrets: boolean };
+  /** Follow symlinks that lead out of the watch roots (default false). */
+  readonly followSymlinks: boolean;
+  /** Socket connections served at once (default 128). */
+  readonly maxClients: number;
+  /** Close an unsubscribed connection idle this long (default 10 min; 0 = never). */
+  readonly clientIdleTimeoutMs: number;
+  /** Close a connection that leaves a request line unfinished this long (default 30 s; 0 = never). */
+  readonly partialLineTimeoutMs: number;
+  /** On SIGTERM, how long replies and harvests in flight may take before the store closes (default 10 s). */
+  readonly shutdownTimeoutMs: number;
 }
 
 export const DEFAULTS = Object.freeze({
@@ -72,6 +95,10 @@ export const DEFAULTS = Object.freeze({
   maxMessageBytes: 4 * 1024 * 1024,
   idleTimeoutMs: 30 * 60 * 1000,
   logLevel: 'info',
+  maxClients: 128,
+  clientIdleTimeoutMs: 10 * 60 * 1000,
+  partialLineTimeoutMs: 30_000,
+  shutdownTimeoutMs: 10_000,
 });
 
 function formatIssues(error: z.ZodError, origin: string): string {
@@ -130,5 +157,11 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
     logLevel: c.logLevel ?? DEFAULTS.logLevel,
     formats: Object.freeze({ ...(c.formats ?? {}) }),
     encoding: c.encoding ?? 'o200k_base',
+    archive: Object.freeze({ redactSecrets: c.archive?.redactSecrets ?? true }),
+    followSymlinks: c.followSymlinks ?? false,
+    maxClients: c.maxClients ?? DEFAULTS.maxClients,
+    clientIdleTimeoutMs: c.clientIdleTimeoutMs ?? DEFAULTS.clientIdleTimeoutMs,
+    partialLineTimeoutMs: c.partialLineTimeoutMs ?? DEFAULTS.partialLineTimeoutMs,
+    shutdownTimeoutMs: c.shutdownTimeoutMs ?? DEFAULTS.shutdownTimeoutMs,
   });
 }

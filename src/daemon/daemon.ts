@@ -3,13 +3,15 @@ import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { createSummarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
-import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../store/index.js';
+import { Archive, HeadroomLog, PlanLog, openDb, secureStateDir, type Db } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
 import { stateDbPath } from '../store/paths.js';
 import { SessionManager } from './sessions.js';
+import { redactMessages } from '../harvest/index.js';
+import type { LiveSession } from './live-session.js';
 import { buildHandlers } from './handlers.js';
 import type { DaemonApi, DaemonStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
@@ -82,6 +84,8 @@ export class Daemon {
   private async startParts(): Promise<void> {
     const o = this.options;
     const dbPath = stateDbPath(o.stateDir);
+    const secured = secureStateDir(o.stateDir);
+    if (secured.previousMode !== undefined) this.log.warn({ stateDir: o.stateDir, previousMode: secured.previousMode.toString(8), mode: '700' }, 'state folder was readable by others: made private');
     this.db = openDb(dbPath);
     const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
@@ -94,6 +98,7 @@ export class Daemon {
       plans: new PlanLog(this.db),
       now: this.now,
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
+      ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
     });
     this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now });
     this.sessions.on('plan', (s, plan) => {
@@ -114,6 +119,11 @@ export class Daemon {
       ...(fd !== undefined ? { fd } : { socketPath: o.socketPath }),
       ...(o.socketGroup !== undefined ? { group: o.socketGroup } : {}),
       maxLineBytes: o.maxMessageBytes,
+      maxClients: o.maxClients,
+      idleTimeoutMs: o.clientIdleTimeoutMs,
+      partialLineTimeoutMs: o.partialLineTimeoutMs,
+      drainTimeoutMs: o.shutdownTimeoutMs,
+      keepIdle: (connId) => (this.subscriptions.get(connId)?.size ?? 0) > 0,
       handlers: buildHandlers(this.api()),
       logger: this.deps.logger,
     });
@@ -127,6 +137,7 @@ export class Daemon {
     this.tailer = new Tailer({
       paths: o.watch.map((p) => resolve(p)),
       maxLineBytes: o.maxLineBytes,
+      followSymlinks: o.followSymlinks,
       formatOverrides: o.formats,
       logger: this.deps.logger,
     });
@@ -160,6 +171,7 @@ export class Daemon {
   }
 
   private async doStop(reason: string): Promise<void> {
+    const o = this.options;
     this.stateValue = 'stopping';
     this.log.info({ reason }, 'contextd stopping');
     await this.notifier?.stopping();
@@ -169,7 +181,14 @@ export class Daemon {
     // No new requests while draining: close the socket first, then finish what is in flight.
     await this.server?.close();
     await this.sessions?.drain();
-    await Promise.allSettled([...this.harvests]);
+    // Harvests still running (idle ones; session.end ones were awaited with their replies): bounded.
+    if (this.harvests.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), o.shutdownTimeoutMs)));
+      const outcome = await Promise.race([Promise.allSettled([...this.harvests]).then(() => 'done' as const), timedOut]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') this.log.warn({ harvests: this.harvests.size, shutdownTimeoutMs: o.shutdownTimeoutMs }, 'shutdown: harvests still running were abandoned');
+    }
     if (this.db?.open) {
       try {
         this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -185,7 +204,7 @@ export class Daemon {
   /** Apply new options (SIGHUP). Watch list, socket and state dir need a restart. */
   reload(options: DaemonOptions): void {
     void this.notifier?.reloading();
-    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats'];
+    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'maxClients', 'clientIdleTimeoutMs', 'partialLineTimeoutMs', 'archive'];
     const restartNeeded = needsRestart.filter((k) => JSON.stringify(options[k]) !== JSON.stringify(this.options[k]));
     this.options = { ...options, ...Object.fromEntries(restartNeeded.map((k) => [k, this.options[k]])) } as DaemonOptions;
     this.deps.logger.level = options.logLevel;
@@ -209,8 +228,8 @@ export class Daemon {
       // A session fed over the socket lives on without its transcript.
       if (!sessions.get(e.sessionId)?.fed) sessions.removeSession(e.sessionId);
     });
-    tailer.on('line-error', (e) => this.log.debug({ sessionId: e.sessionId, file: e.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped'));
-    tailer.on('error', (err) => this.log.warn({ err: describeError(err), code: (err as ContextdError).code }, 'tailer error'));
+    // The tailer logs its own errors and skipped lines (once, rate-limited per file): no second line here.
+    tailer.on('error', () => undefined);
   }
 
   /** Connections subscribed to a session. */
@@ -230,23 +249,32 @@ export class Daemon {
 
   private harvestIdle(): void {
     const sessions = this.sessions;
-    if (!sessions || !this.warm) return;
-    const cutoff = this.now() - this.options.idleTimeoutMs;
-    for (const s of sessions.all()) {
-      if (s.ended || s.lastActivityAt > cutoff) continue;
-      s.ended = true;
-      const work = this.warm.harvest(s, 'unknown').then(
+    if (!sessions || this.stopping) return;
+    for (const s of sessions.idleSessions()) {
+      if (!sessions.endSession(s)) continue;
+      this.trackHarvest(s, 'unknown').then(
         (r) => {
           this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
           // Free its model unless a client still follows it: the file stays watched and is read
-          // again from 0 if the session resumes.
-          if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && this.tailer?.release(s.file)) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
+          // again from 0 if the session resumes (a session fed over the socket is fed again).
+          if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
         },
         (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
       );
-      this.harvests.add(work);
-      void work.finally(() => this.harvests.delete(work));
     }
+  }
+
+  /** Run a harvest the shutdown waits for (the database never closes under one). */
+  private trackHarvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
+    const warm = this.warm;
+    if (!warm || this.db?.open !== true) return Promise.reject(new ContextdError(ErrorCode.LIFECYCLE, 'contextd is shutting down: the session was not harvested', { sessionId: s.sessionId }));
+    const work = warm.harvest(s, outcome, connectionId);
+    this.harvests.add(work);
+    void work.then(
+      () => this.harvests.delete(work),
+      () => this.harvests.delete(work),
+    );
+    return work;
   }
 
   /** What the socket handlers may do; the handlers never see the wiring itself. */
@@ -255,13 +283,21 @@ export class Daemon {
       sessions: () => this.sessions as SessionManager,
       warm: () => this.warm as WarmService,
       archive: () => new Archive(this.db as Db),
-      subscribe: (connId, sessionId) => {
+      subscribe: (connId, session) => {
         let subs = this.subscriptions.get(connId);
         if (!subs) this.subscriptions.set(connId, (subs = new Set()));
-        subs.add(sessionId);
+        subs.add(session.sessionId);
+        // After the subscribe reply is written: the current plan, or a fresh one, at once.
+        setImmediate(() => {
+          if (this.stopping || !this.subscriptions.get(connId)?.has(session.sessionId)) return;
+          const current = this.sessions?.subscribed(session);
+          if (current) this.server?.notify(connId, 'compaction.proposed', current);
+        });
       },
+      harvest: (session, outcome, connId) => this.trackHarvest(session, outcome, connId),
       subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
       status: () => this.status(),
+      isolated: this.options.socketGroup !== undefined,
     };
   }
 
@@ -289,7 +325,7 @@ export class Daemon {
           reportedTokens: h.reportedTokens ?? null,
           lastActivityAt: s.lastActivityAt,
           openPlans: this.sessions?.openPlanCount(s.sessionId) ?? 0,
-          lastEdit: s.lastEdit ?? null,
+          lastEdit: s.life.lastEdit ?? null,
           subscribers: this.subscriberCount(s.sessionId),
         };
       }),

@@ -1,13 +1,16 @@
 import { EventEmitter } from 'node:events';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { applyPlan, planCompaction, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
-import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
+import { IdleTracker } from '../harvest/index.js';
+import type { Archive, HeadroomLog, PlanLog, RedactionCount } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { LiveSession, headroomLogReason, zoneOf, type Zone } from './live-session.js';
+import { LiveSession } from './live-session.js';
+import { ADVISORY_PLAN_INTERVAL_MS, zoneOf, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
 export interface LoopOptions {
@@ -16,6 +19,10 @@ export interface LoopOptions {
   readonly softWatermark: number;
   readonly hysteresis: number;
   readonly minPlanIntervalMs: number;
+  /** Least time between advisory plans (nobody subscribed) of one session (default 60 s). */
+  readonly advisoryPlanIntervalMs?: number;
+  /** A session idle this long is finished and harvested (default 30 min). */
+  readonly idleTimeoutMs?: number;
 }
 
 export interface SessionManagerDeps {
@@ -28,10 +35,17 @@ export interface SessionManagerDeps {
   readonly now?: () => number;
   /** Whether any client subscribed to a session (plans for others are advisory). */
   readonly hasSubscribers?: (sessionId: string) => boolean;
+  /**
+   * Turns an archived original into what is stored (secret redaction). Returns the messages to
+   * store and what was redacted. Default: stored as read.
+   */
+  readonly archiveFilter?: ArchiveFilter;
 }
 
-/** Advisory plans (nobody subscribed) are made at most this often per session. */
-export const ADVISORY_PLAN_INTERVAL_MS = 60_000;
+/** Redacts the originals of an edit before they are archived. */
+export type ArchiveFilter = (messages: readonly Message[]) => Promise<{ messages: Message[]; findings: RedactionCount[] }>;
+
+export { ADVISORY_PLAN_INTERVAL_MS };
 
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
@@ -40,25 +54,22 @@ export interface SessionManagerEvents {
   zone: [session: LiveSession, zone: Zone, previous: Zone | undefined];
 }
 
-/** A plan waiting for the agent's ack. */
-interface OpenPlan {
-  readonly plan: Plan;
-  readonly session: LiveSession;
-  /** The model the plan was made from; a rebuilt session expires it. */
-  readonly model: SessionModel;
-}
-
 /**
- * Keeps one SessionModel per live session, logs headroom, and runs the compaction loop:
- * past the soft watermark or the reserve it plans (off the ingest path), archives the
- * originals, records the plan, and emits it for the daemon to push.
+ * The registry of live sessions. Each session's lifecycle decisions (log, zone, throttle,
+ * open plans, ended) are made by its `SessionLifecycle`; this class carries them out: it
+ * applies transcript events to the model, stores headroom samples, runs plans one at a time
+ * (yielding to the event loop between plans, so requests such as daemon.status are answered
+ * while many sessions plan), archives originals and emits plans for the daemon to push.
  */
 export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly sessions = new Map<string, LiveSession>();
   private readonly byFile = new Map<string, LiveSession>();
-  private readonly openPlans = new Map<string, OpenPlan>();
-  /** session.compact requests being planned (awaited on shutdown). */
+  /** Sessions waiting for their turn to plan, in order. */
+  private readonly planQueue = new Set<LiveSession>();
+  private pumping: Promise<void> | undefined;
+  /** Plans being made (awaited on shutdown). */
   private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly idle: IdleTracker;
   private readonly log: Logger;
   private readonly now: () => number;
   private options: LoopOptions;
@@ -69,6 +80,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.options = options;
     this.log = deps.logger.child({ component: 'sessions' });
     this.now = deps.now ?? Date.now;
+    this.idle = new IdleTracker(options.idleTimeoutMs !== undefined ? { idleMs: options.idleTimeoutMs } : {});
   }
 
   /**
@@ -84,8 +96,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         fresh.applyAll(this.replayable(s));
         if (s.fed) s.fed = { ...s.fed, version: -1 };
         s.model = fresh;
-        s.lastPlannedVersion = -1;
-        this.expirePlansOf(s.sessionId, 'budget reconfigured');
+        this.expire(s.sessionId, s.life.rebuilt(), 'budget reconfigured');
       }
       this.afterChange(s);
     }
@@ -126,12 +137,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.log.info({ sessionId, file, format }, 'session opened');
     }
     s.model.applyAll(events);
-    s.lastActivityAt = this.now();
-    // New messages after a harvest: the session was resumed and may be harvested again
-    // (harvest skips a session that has not grown, and counts evidence per session).
-    if (events.some((e) => e.type === 'message')) s.ended = false;
+    s.history.push(events);
+    const now = this.now();
+    const grew = events.some((e) => e.type === 'message');
+    s.life.touched(now, grew);
+    if (events.some((e) => e.type !== 'unknown')) {
+      if (events.at(-1)?.type === 'turn-end') this.idle.turnEnded(sessionId, now);
+      else this.idle.touch(sessionId, now);
+    }
     // The agent compacted or rewound its own context: sections the open plans name are gone.
-    if (events.some((e) => e.type === 'reset' || e.type === 'truncate')) this.expirePlansOf(sessionId, 'the agent rewrote its context');
+    if (events.some((e) => e.type === 'reset' || e.type === 'truncate')) this.expire(sessionId, s.life.expireAll(), 'the agent rewrote its context');
     this.afterChange(s);
     return s;
   }
@@ -167,14 +182,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     } else {
       if (f === undefined && s.file !== `socket:${sessionId}`) this.log.info({ sessionId, file: s.file }, 'session now fed over the socket; its transcript is no longer read into the model');
       s.model = this.newModel(sessionId, budgetTokens);
-      s.lastPlannedVersion = -1;
-      this.expirePlansOf(sessionId, 'the agent sent a different context');
+      s.history.clear();
+      this.expire(sessionId, s.life.rebuilt(), 'the agent sent a different context');
     }
     for (const message of fresh) events.push({ type: 'message', message });
     s.model.applyAll(events);
+    s.history.push(events);
     s.fed = { ids, version: s.model.version, budgetTokens };
-    s.lastActivityAt = this.now();
-    if (fresh.length > 0) s.ended = false;
+    s.life.touched(this.now(), fresh.length > 0);
+    this.idle.touch(sessionId, this.now());
     this.afterChange(s);
     return { session: s, rebuilt: !extends_ };
   }
@@ -189,9 +205,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const s = this.sessions.get(sessionId);
     if (!s || s.fed) return;
     s.model = this.newModel(sessionId);
-    s.lastPlannedVersion = -1;
-    s.lastLogged = undefined;
-    this.expirePlansOf(sessionId, `transcript ${reason}`);
+    s.history.clear();
+    this.expire(sessionId, s.life.rebuilt(), `transcript ${reason}`);
     this.log.warn({ sessionId, file, reason }, 'transcript rewritten: rebuilding the session model');
   }
 
@@ -200,23 +215,54 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const s = this.sessions.get(sessionId);
     if (!s) return;
     if (s.planTimer) clearTimeout(s.planTimer);
+    s.planTimer = undefined;
+    this.planQueue.delete(s);
     this.sessions.delete(sessionId);
     this.byFile.delete(s.file);
-    this.expirePlansOf(sessionId, why);
+    this.idle.end(sessionId);
+    this.expire(sessionId, s.life.expireAll(), why);
     this.log.info({ sessionId, file: s.file, why }, 'session closed');
+  }
+
+  /**
+   * The session finished (session.end, or found idle). Returns false when it had already
+   * ended (nothing more to harvest until it grows again).
+   */
+  endSession(s: LiveSession): boolean {
+    this.idle.end(s.sessionId);
+    return s.life.end();
+  }
+
+  /** Sessions idle past the timeout (each reported once until it is active again). */
+  idleSessions(): LiveSession[] {
+    return this.idle
+      .due(this.now())
+      .map((id) => this.sessions.get(id))
+      .filter((s): s is LiveSession => s !== undefined && !s.ended);
+  }
+
+  /**
+   * A client subscribed to the session: the current open plan, to push to it at once, or
+   * undefined — then a fresh plan is made at once when the zone calls for one.
+   */
+  subscribed(s: LiveSession): Plan | undefined {
+    const open = s.life.onSubscribe(this.now());
+    if (open) return open.plan;
+    this.afterChange(s);
+    return undefined;
   }
 
   /** Plan now, regardless of watermarks (session.compact). */
   async compactNow(sessionId: string, targetHeadroom: number | undefined, dryRun: boolean): Promise<Plan> {
     const s = this.require(sessionId);
-    const work = this.makePlan(s, 'manual', targetHeadroom, dryRun);
+    const work = this.makePlan(s, 'manual', targetHeadroom, dryRun, false);
     this.inFlight.add(work);
     try {
       const made = await work;
       if (!made) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (transcript rewritten): ask again`, { sessionId });
-      if (dryRun) return { ...made.plan, dryRun: true } as Plan;
-      this.publish(s, made.plan, made.model);
-      return made.plan;
+      if (dryRun) return { ...made, dryRun: true } as Plan;
+      this.publish(s, made);
+      return made;
     } finally {
       this.inFlight.delete(work);
     }
@@ -224,25 +270,26 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** The agent's answer to a plan. Returns the session's headroom after it. */
   acknowledge(planId: string, applied: boolean, editIds: readonly string[] | undefined, reason: string | undefined): { headroom: number } {
-    const open = this.openPlans.get(planId);
-    if (!open) {
+    const s = this.sessionOfPlan(planId);
+    const open = s?.life.openPlan(planId);
+    if (!s || !open) {
       const stored = this.deps.plans.get(planId);
       const why = stored ? `plan "${planId}" is ${stored.status}${stored.statusReason ? ` (${stored.statusReason})` : ''}` : `plan "${planId}" is unknown`;
       throw new ContextdError(ErrorCode.PLAN_EXPIRED, `${why}: wait for the next compaction.proposed or call session.compact`, { planId });
     }
-    this.openPlans.delete(planId);
-    const { session: s, plan } = open;
+    s.life.answered(planId);
+    const { plan } = open;
     if (!applied) {
       this.deps.plans.setStatus(planId, 'rejected', reason);
       this.log.info({ sessionId: s.sessionId, planId, reason }, 'plan rejected by the agent; re-planned only when the session changes');
       return { headroom: s.model.headroom().headroom };
     }
-    const chosen = editIds ? plan.edits.filter((e) => editIds.includes(e.editId)) : plan.edits;
-    const before = s.model.headroom();
-    if (open.model !== s.model) {
+    if (open.generation !== s.life.generation) {
       this.deps.plans.setStatus(planId, 'expired', 'the session model was rebuilt');
       throw new ContextdError(ErrorCode.PLAN_EXPIRED, `plan "${planId}" is expired (the session was rebuilt): wait for the next compaction.proposed`, { planId });
     }
+    const chosen = editIds ? plan.edits.filter((e) => editIds.includes(e.editId)) : plan.edits;
+    const before = s.model.headroom();
     try {
       applyPlan(s.model, plan, chosen.map((e) => e.editId));
     } catch (err) {
@@ -252,21 +299,34 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const after = s.model.headroom();
     const status = chosen.length === plan.edits.length ? 'applied' : 'partially-applied';
     this.deps.plans.setStatus(planId, status, reason);
-    s.lastEdit = { reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId };
+    s.life.applied({ reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId }, s.model.version);
     this.log.info(
       { sessionId: s.sessionId, planId, edits: chosen.length, headroomBefore: before.headroom, headroomAfter: after.headroom, tokensBefore: before.tokens, tokensAfter: after.tokens },
       'plan applied by the agent',
     );
-    s.lastPlannedVersion = s.model.version;
     this.afterChange(s, 'edit');
     return { headroom: after.headroom };
   }
 
-  /** Wait for in-flight plans, cancel timers (shutdown). */
+  /** Stop planning, cancel timers, wait for plans in flight (shutdown). */
   async drain(): Promise<void> {
     this.closing = true;
-    for (const s of this.sessions.values()) if (s.planTimer) clearTimeout(s.planTimer);
-    await Promise.allSettled([...this.all().map((s) => s.planning ?? Promise.resolve()), ...this.inFlight]);
+    this.planQueue.clear();
+    for (const s of this.sessions.values()) {
+      if (s.planTimer) clearTimeout(s.planTimer);
+      s.planTimer = undefined;
+    }
+    await Promise.allSettled([...this.inFlight, this.pumping]);
+  }
+
+  /** The session an open plan belongs to. */
+  sessionOfPlan(planId: string): LiveSession | undefined {
+    return this.all().find((x) => x.life.openPlan(planId) !== undefined);
+  }
+
+  /** Plans proposed but not yet answered (for status). */
+  openPlanCount(sessionId: string): number {
+    return this.sessions.get(sessionId)?.life.openPlanCount ?? 0;
   }
 
   private newModel(sessionId: string, budgetTokens = this.options.budgetTokens): SessionModel {
@@ -291,60 +351,89 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   private afterChange(s: LiveSession, forcedReason?: string): void {
     const h = s.model.headroom();
-    const zone = zoneOf(h, this.options);
-    const previous = s.lastLogged;
-    const reason = forcedReason ?? headroomLogReason(previous, { headroom: h.headroom, zone });
-    if (reason) {
-      s.lastLogged = { headroom: h.headroom, zone };
-      const sample = { sessionId: s.sessionId, at: this.now(), tokens: h.tokens, total: h.total, reserveRatio: h.reserveRatio, headroom: h.headroom, sections: h.sections, reportedTokens: h.reportedTokens, reason, file: s.file };
-      this.log.info({ ...sample, zone }, 'headroom');
+    const seen = s.life.observe(h, this.options, forcedReason);
+    if (seen.logReason) {
+      const sample = { sessionId: s.sessionId, at: this.now(), tokens: h.tokens, total: h.total, reserveRatio: h.reserveRatio, headroom: h.headroom, sections: h.sections, reportedTokens: h.reportedTokens, reason: seen.logReason, file: s.file };
+      this.log.info({ ...sample, zone: seen.zone }, 'headroom');
       try {
         this.deps.headroomLog.record(sample);
       } catch (err) {
         this.log.error({ sessionId: s.sessionId, err: describeError(err), code: (err as ContextdError).code }, 'headroom sample not stored; continuing');
       }
-      if (previous?.zone !== zone) this.emit('zone', s, zone, previous?.zone);
+      if (seen.zoneChange) this.emit('zone', s, seen.zoneChange.zone, seen.zoneChange.previous);
     }
-    this.scheduleFor(s, zone);
+    this.consider(s, seen.zone);
   }
 
-  /** Past a watermark, plan in the mode its zone calls for. */
-  private scheduleFor(s: LiveSession, zone: Zone): void {
-    if (zone !== 'ok') this.schedulePlan(s, zone === 'reserve' ? 'reserve' : 'soft');
+  private subscribedTo(s: LiveSession): boolean {
+    return this.deps.hasSubscribers ? this.deps.hasSubscribers(s.sessionId) : true;
   }
 
-  private schedulePlan(s: LiveSession, mode: PlanMode): void {
-    if (this.closing || s.planning || s.planTimer) return;
-    if (s.model.version === s.lastPlannedVersion) return;
-    // Nobody can apply an advisory plan: make one now and then, not on every change.
-    const advisory = this.deps.hasSubscribers ? !this.deps.hasSubscribers(s.sessionId) : false;
-    const interval = advisory ? Math.max(this.options.minPlanIntervalMs, ADVISORY_PLAN_INTERVAL_MS) : this.options.minPlanIntervalMs;
-    const wait = s.lastPlanAt + interval - this.now();
-    if (wait > 0) {
+  private throttle() {
+    return { ...this.options, advisoryPlanIntervalMs: this.options.advisoryPlanIntervalMs ?? ADVISORY_PLAN_INTERVAL_MS };
+  }
+
+  /** Ask the lifecycle whether to plan; queue the session, or arm a timer to ask again. */
+  private consider(s: LiveSession, zone: Zone): void {
+    if (this.closing || this.planQueue.has(s) || !this.sessions.has(s.sessionId)) return;
+    const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
+    if (s.planTimer) clearTimeout(s.planTimer);
+    s.planTimer = undefined;
+    if (step.kind === 'none') return;
+    if (step.kind === 'wait') {
       s.planTimer = setTimeout(() => {
         s.planTimer = undefined;
-        this.scheduleFor(s, zoneOf(s.model.headroom(), this.options));
-      }, wait);
+        this.consider(s, zoneOf(s.model.headroom(), this.options));
+      }, Math.max(0, step.until - this.now()));
       s.planTimer.unref();
       return;
     }
-    s.planning = this.runPlan(s, mode).finally(() => {
-      s.planning = undefined;
+    this.planQueue.add(s);
+    this.pumping ??= this.pump().finally(() => {
+      this.pumping = undefined;
     });
   }
 
-  private async runPlan(s: LiveSession, mode: PlanMode): Promise<void> {
+  /** Make the queued plans one at a time, yielding to the event loop before each. */
+  private async pump(): Promise<void> {
+    while (this.planQueue.size > 0 && !this.closing) {
+      await yieldToEventLoop();
+      const s = this.planQueue.values().next().value as LiveSession | undefined;
+      if (!s) break;
+      this.planQueue.delete(s);
+      if (!this.sessions.has(s.sessionId)) continue;
+      // Decide again: the session may have changed while it waited.
+      const zone = zoneOf(s.model.headroom(), this.options);
+      const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
+      if (step.kind === 'wait') {
+        this.consider(s, zone);
+        continue;
+      }
+      if (step.kind !== 'plan') continue;
+      const work = this.runPlan(s, step.mode, step.advisory);
+      this.inFlight.add(work);
+      try {
+        await work;
+      } finally {
+        this.inFlight.delete(work);
+      }
+    }
+  }
+
+  private async runPlan(s: LiveSession, mode: PlanMode, advisory: boolean): Promise<void> {
     try {
-      const made = await this.makePlan(s, mode, undefined, false);
-      if (!made) return;
-      const { plan, model } = made;
+      const plan = await this.makePlan(s, mode, undefined, false, advisory);
+      if (!plan) return;
       if (plan.edits.length === 0) {
         this.log.info({ sessionId: s.sessionId, mode, headroom: plan.headroomBefore }, 'nothing to compact');
         return;
       }
-      this.publish(s, plan, model);
+      this.publish(s, plan);
     } catch (err) {
       this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
+    } finally {
+      // The model may have moved on while the plan was made: look again.
+      if (this.sessions.has(s.sessionId)) this.consider(s, zoneOf(s.model.headroom(), this.options));
     }
   }
 
@@ -352,48 +441,63 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * Plan from the session's current model. Resolves to undefined when the model was replaced
    * (transcript rewritten, budget reconfigured) while the summarizer worked: that plan is stale.
    */
-  private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun = false): Promise<{ plan: Plan; model: SessionModel } | undefined> {
+  private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
     const model = s.model;
-    if (!dryRun) {
-      s.lastPlanAt = this.now();
-      s.lastPlannedVersion = model.version;
+    const generation = s.life.generation;
+    if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
+    try {
+      const plan = await planCompaction(model, {
+        mode,
+        reserveRatio: this.options.reserveRatio,
+        softWatermark: this.options.softWatermark,
+        hysteresis: this.options.hysteresis,
+        summarizer: this.deps.summarizer,
+        tokenCounter: this.deps.tokenCounter,
+        cache: s.summaryCache,
+        now: this.now,
+        ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
+      });
+      if (s.life.generation !== generation) {
+        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was rebuilt while it was made');
+        return undefined;
+      }
+      // Originals go to the archive before anyone can apply the plan: nothing is lost.
+      if (plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, model, plan, generation))) {
+        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was rebuilt while its originals were archived');
+        return undefined;
+      }
+      return plan;
+    } finally {
+      if (!dryRun) s.life.planFinished();
     }
-    const plan = await planCompaction(model, {
-      mode,
-      reserveRatio: this.options.reserveRatio,
-      softWatermark: this.options.softWatermark,
-      hysteresis: this.options.hysteresis,
-      summarizer: this.deps.summarizer,
-      tokenCounter: this.deps.tokenCounter,
-      cache: s.summaryCache,
-      now: this.now,
-      ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
-    });
-    if (s.model !== model) {
-      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was rebuilt while it was made');
-      return undefined;
-    }
-    // Originals go to the archive before anyone can apply the plan: nothing is lost.
-    if (plan.edits.length > 0 && !dryRun) {
-      this.deps.archive.putMany(
-        plan.edits.map((e) => {
-          const messages = e.replaces.flatMap((id) => [...model.messagesOf(id)]);
-          return { handle: e.handle, sessionId: s.sessionId, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages, tokens: e.tokensBefore, createdAt: plan.createdAt };
-        }),
-      );
-    }
-    return { plan, model };
   }
 
-  private publish(s: LiveSession, plan: Plan, model: SessionModel): void {
-    this.expirePlansOf(s.sessionId, 'superseded by a newer plan');
-    this.openPlans.set(plan.planId, { plan, session: s, model });
+  private async archiveOriginals(s: LiveSession, model: SessionModel, plan: Plan, generation: number): Promise<boolean> {
+    const filter = this.deps.archiveFilter;
+    const entries = await Promise.all(
+      plan.edits.map(async (e) => {
+        const originals = e.replaces.flatMap((id) => [...model.messagesOf(id)]);
+        const f = filter ? await filter(originals) : { messages: originals, findings: [] };
+        return { handle: e.handle, sessionId: s.sessionId, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: f.messages, tokens: e.tokensBefore, createdAt: plan.createdAt, redactions: f.findings };
+      }),
+    );
+    if (s.life.generation !== generation) return false;
+    this.deps.archive.putMany(entries);
+    const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);
+    if (redacted > 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId, redacted }, 'secrets redacted from archived originals');
+    return true;
+  }
+
+  private publish(s: LiveSession, plan: Plan): void {
+    const pushed = this.subscribedTo(s);
+    this.expire(s.sessionId, s.life.propose(plan, pushed), 'superseded by a newer plan');
     this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'proposed', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
     this.log.info(
       {
         sessionId: s.sessionId,
         planId: plan.planId,
         mode: plan.mode,
+        advisory: !pushed,
         headroomBefore: plan.headroomBefore,
         headroomAfter: plan.headroomAfter,
         tokensBefore: plan.tokensBefore,
@@ -406,22 +510,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.emit('plan', s, plan);
   }
 
-  private expirePlansOf(sessionId: string, why: string): void {
-    for (const [id, open] of this.openPlans) {
-      if (open.session.sessionId !== sessionId) continue;
-      this.openPlans.delete(id);
+  private expire(sessionId: string, planIds: readonly string[], why: string): void {
+    for (const id of planIds) {
       try {
         this.deps.plans.setStatus(id, 'expired', why);
       } catch (err) {
         this.log.error({ sessionId, planId: id, err: describeError(err) }, 'plan status not stored');
       }
     }
-  }
-
-  /** Plans proposed but not yet answered (for status). */
-  openPlanCount(sessionId: string): number {
-    let n = 0;
-    for (const p of this.openPlans.values()) if (p.session.sessionId === sessionId) n++;
-    return n;
   }
 }

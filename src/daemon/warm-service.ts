@@ -1,4 +1,4 @@
-import { harvestSession, loadTranscript } from '../harvest/index.js';
+import { harvestSession } from '../harvest/index.js';
 import { redactSync } from '../harvest/redact.js';
 import { bootstrap, recordOutcome, type BootstrapResult } from '../warm/index.js';
 import { TemplateStore } from '../store/templates.js';
@@ -30,10 +30,11 @@ export class WarmService {
   }
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
-    // The whole transcript, compacted-away history included: harvest wants the originals. A
-    // session fed over the socket has no transcript here: its live messages are what we have.
-    const messages = s.fed ? [...s.model.messages()] : (await loadTranscript(s.file)).messages;
-    const meta = s.model.meta();
+    // The whole history as decoded by the tailer (compacted-away originals included, the
+    // agent's own compactions ignored): harvest wants the originals, and needs no re-read.
+    // A session fed over the socket has the messages the agent sent.
+    const { messages, meta } = s.history.snapshot(s.sessionId);
+    this.log.debug({ sessionId: s.sessionId, messages: messages.length, outcome }, 'harvest started');
     const result = await harvestSession(
       { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },
       { store: this.store, tokenCounter: this.deps.tokenCounter, logger: this.deps.logger, ...(this.deps.now ? { now: this.deps.now } : {}) },

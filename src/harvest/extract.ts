@@ -6,8 +6,9 @@
 import { createHash } from 'node:crypto';
 import type { Message } from '../model/messages.js';
 import type { TokenCounter } from '../model/tokens.js';
-import { termsOf, type KnowledgeInput, type TaskType, type TemplateItemInput, type UserPatternInput } from '../store/templates.js';
-import { classifySession, extractMarkers, relativePath, repoName, type Marker } from './markers.js';
+import type { KnowledgeInput, TemplateItemInput, UserPatternInput } from '../store/templates.js';
+import { relativePath, searchTerms, type TaskType } from '../text/index.js';
+import { classifySession, extractMarkers, repoName, type Marker } from './markers.js';
 import { extractKnowledge, userPatternCandidates, userRequests } from './patterns.js';
 import { findRecoveries, type Recovery } from './recovery.js';
 import { pairToolCalls, type ToolExchange } from './toolcalls.js';
@@ -86,7 +87,7 @@ function simhash(features: readonly (readonly [string, number])[]): string {
 
 /** 64-bit simhash over the task's words and bigrams and the set of tools used. */
 export function sessionFingerprint(task: string, calls: readonly ToolExchange[]): string {
-  const terms = termsOf(task, 80);
+  const terms = searchTerms(task, 80);
   const features: [string, number][] = terms.map((t) => [`w:${t}`, 2]);
   for (let i = 0; i + 1 < terms.length; i++) features.push([`b:${terms[i]} ${terms[i + 1]}`, 1]);
   for (const tool of new Set(calls.map((c) => c.tool))) features.push([`t:${tool}`, 1]);

@@ -22,25 +22,49 @@ export interface LoadedSession {
 }
 
 /**
- * Messages of a session from its events. Rewinds (`truncate`) drop the abandoned branch;
- * the agent's own compactions (`reset`) are ignored so the whole history is harvested.
+ * A session's history for harvest, built incrementally from its events (the daemon keeps one
+ * per live session, so a finished session is harvested without reading its file again).
+ * Rewinds (`truncate`) drop the abandoned branch; the agent's own compactions (`reset`) are
+ * ignored so the whole history is harvested.
  */
-export function sessionFromEvents(sessionId: string, events: readonly TranscriptEvent[]): LoadedSession {
-  let messages: Message[] = [];
-  let meta: SessionMeta = {};
-  let turnEnds = 0;
-  for (const e of events) {
-    if (e.type === 'message') messages.push(e.message);
-    else if (e.type === 'meta') meta = { ...meta, ...Object.fromEntries(Object.entries(e.meta).filter(([, v]) => v !== undefined)) };
-    else if (e.type === 'truncate') {
-      if (e.keepThroughId === null) messages = [];
-      else {
-        const i = messages.findIndex((m) => m.id === e.keepThroughId);
-        if (i >= 0) messages = messages.slice(0, i + 1);
-      }
-    } else if (e.type === 'turn-end') turnEnds++;
+export class SessionHistory {
+  private list: Message[] = [];
+  private metaState: SessionMeta = {};
+  private turnEndCount = 0;
+
+  /** Fold more events in. */
+  push(events: Iterable<TranscriptEvent>): void {
+    for (const e of events) {
+      if (e.type === 'message') this.list.push(e.message);
+      else if (e.type === 'meta') this.metaState = { ...this.metaState, ...Object.fromEntries(Object.entries(e.meta).filter(([, v]) => v !== undefined)) };
+      else if (e.type === 'truncate') {
+        if (e.keepThroughId === null) this.list = [];
+        else {
+          const i = this.list.findIndex((m) => m.id === e.keepThroughId);
+          if (i >= 0) this.list = this.list.slice(0, i + 1);
+        }
+      } else if (e.type === 'turn-end') this.turnEndCount++;
+    }
   }
-  return { sessionId, messages, meta, turnEnds };
+
+  /** Start over (the transcript was rewritten and is read again from 0). */
+  clear(): void {
+    this.list = [];
+    this.metaState = {};
+    this.turnEndCount = 0;
+  }
+
+  /** The session as harvest takes it (a snapshot: later events do not change it). */
+  snapshot(sessionId: string): LoadedSession {
+    return { sessionId, messages: [...this.list], meta: { ...this.metaState }, turnEnds: this.turnEndCount };
+  }
+}
+
+/** Messages of a session from its events (see SessionHistory). */
+export function sessionFromEvents(sessionId: string, events: readonly TranscriptEvent[]): LoadedSession {
+  const h = new SessionHistory();
+  h.push(events);
+  return h.snapshot(sessionId);
 }
 
 /**

@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import type { Message } from '../model/messages.js';
 import type { TokenCounter } from '../model/tokens.js';
 import type { Logger } from '../util/logger.js';
-import { termsOf, type Outcome, type TemplateInput, type TemplateStore, type ValueScore } from '../store/templates.js';
+import { searchTerms } from '../text/index.js';
+import { type Outcome, type TemplateInput, type TemplateStore, type ValueScore } from '../store/templates.js';
 import { extractSession, type ExtractionLimits } from './extract.js';
 import { redactAll, redactSync, type RedactionFinding } from './redact.js';
 import { jaccard, scoreSession } from './value.js';
@@ -135,11 +136,11 @@ export async function harvestSession(input: HarvestInput, deps: HarvestDeps): Pr
   };
   const { value: clean, findings } = await redactDeep(draft);
 
-  const taskTerms = termsOf(clean.task, 24);
+  const taskTerms = searchTerms(clean.task, 24);
   let similarity = 0;
   for (const hit of deps.store.search(taskTerms, 5)) {
     const t = deps.store.summaries([hit.templateId])[0];
-    if (t) similarity = Math.max(similarity, jaccard(taskTerms, termsOf(t.task, 24)));
+    if (t) similarity = Math.max(similarity, jaccard(taskTerms, searchTerms(t.task, 24)));
   }
   const conversation = messages.filter((m) => (m.role === 'user' || m.role === 'assistant') && !m.injected).length;
   const value = scoreSession({

@@ -19,15 +19,16 @@ export {
   loadTranscript,
   listTranscriptFiles,
   sessionFromEvents,
+  SessionHistory,
   type LoadedSession,
   type HarvestProgress,
   type HarvestFilesSummary,
 } from './files.js';
 export { extractSession, sessionFingerprint, systemDigest, type Extraction, type ExtractionLimits } from './extract.js';
 export { findRecoveries, type Recovery, type RecoveryOptions } from './recovery.js';
-export { pairToolCalls, salientArg, commandHead, commandOf, toolKind, errorSignature, type ToolExchange, type ToolKind } from './toolcalls.js';
+export { pairToolCalls, salientArg, commandHead, commandOf, toolKind, type ToolExchange, type ToolKind } from './toolcalls.js';
 export { extractMarkers, classifySession, repoName, type Marker, type MarkerKind } from './markers.js';
 export { userPatternCandidates, extractKnowledge, userRequests } from './patterns.js';
 export { scoreSession, jaccard, VALUE_WEIGHTS, OUTCOME_FACTOR, type ValueInput } from './value.js';
-export { redact, redactAll, redactSync, redactionMarker, type Redacted, type RedactionFinding } from './redact.js';
+export { redact, redactAll, redactMessages, redactSync, redactionMarker, type Redacted, type RedactionFinding } from './redact.js';
 export { SECRET_RULES, shannonEntropy, looksRandom, type SecretRule } from './redact-rules.js';

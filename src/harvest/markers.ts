@@ -3,7 +3,7 @@
  */
 import { hostedRepo, normalizeRepo } from '../store/repo.js';
 import type { Message } from '../model/messages.js';
-import { classifyTaskText, type TaskType } from '../store/templates.js';
+import { classifyTaskText, extractPaths, extractUrls, relativePath, type TaskType } from '../text/index.js';
 import type { ToolExchange } from './toolcalls.js';
 
 export const MARKER_KINDS = ['path', 'url', 'repo', 'command'] as const;
@@ -17,16 +17,8 @@ export interface Marker {
 
 const MARKER_LIMITS: Readonly<Record<MarkerKind, number>> = { path: 20, url: 8, repo: 3, command: 12 };
 
-const URL_RE = /\bhttps?:\/\/[^\s"'`<>)\]}]{4,300}/g;
-const PATH_RE = /(?:^|[\s"'`(=])((?:~|\.{1,2})?\/?(?:[\w@.-]+\/)+[\w@.-]+\.[A-Za-z0-9]{1,8})(?=$|[\s"'`),:;])/gm;
 /** `owner/name` of a repository URL (https or scp-style), or the value itself. */
 export const repoName = normalizeRepo;
-
-/** Make a path relative to the session's cwd when it lies under it (templates travel between clones). */
-export function relativePath(path: string, cwd: string | undefined): string {
-  if (cwd && cwd.length > 1 && path.startsWith(`${cwd.replace(/\/$/, '')}/`)) return path.slice(cwd.replace(/\/$/, '').length + 1);
-  return path;
-}
 
 class Counter {
   private readonly map = new Map<string, number>();
@@ -53,14 +45,13 @@ export function extractMarkers(messages: readonly Message[], calls: readonly Too
   for (const m of messages) {
     if (m.role !== 'user' || m.injected || m.isSummary) continue;
     const text = m.text.slice(0, 20_000);
-    for (const u of text.match(URL_RE) ?? []) {
-      const url = u.replace(/[.,;:]+$/, '');
+    for (const url of extractUrls(text)) {
       counters.url.add(url);
       const repo = hostedRepo(url);
       if (repo) counters.repo.add(repo);
     }
-    PATH_RE.lastIndex = 0;
-    for (let p = PATH_RE.exec(text); p !== null; p = PATH_RE.exec(text)) if (p[1] && !p[1].includes('://')) counters.path.add(relativePath(p[1], cwd));
+    // a path a user names: one with a directory (bare file names are too ambiguous here)
+    for (const p of extractPaths(text)) if (p.includes('/')) counters.path.add(relativePath(p, cwd));
   }
   const out: Marker[] = [];
   for (const kind of Object.keys(counters) as MarkerKind[]) {

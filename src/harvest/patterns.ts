@@ -10,7 +10,7 @@ import type { Message } from '../model/messages.js';
 import type { KnowledgeInput, UserPatternInput } from '../store/templates.js';
 import type { Recovery } from './recovery.js';
 import type { ToolExchange } from './toolcalls.js';
-import { relativePath } from './markers.js';
+import { relativePath } from '../text/index.js';
 
 /** The real requests of the user: not injected by the harness, not compaction summaries. */
 export function userRequests(messages: readonly Message[]): string[] {

@@ -13,7 +13,8 @@
  *    from F's. A plain retry of the identical call is a flake, not a recovery.
  * Everything else — failures never followed by a confirming success — is dropped.
  */
-import { errorSignature, type ToolExchange } from './toolcalls.js';
+import { errorSignature } from '../text/index.js';
+import type { ToolExchange } from './toolcalls.js';
 
 export interface Recovery {
   readonly tool: string;

@@ -10,6 +10,7 @@
 import { lintSource } from '@secretlint/core';
 import { creator as recommendPreset } from '@secretlint/secretlint-rule-preset-recommend';
 import { SECRET_RULES } from './redact-rules.js';
+import type { Message } from '../model/messages.js';
 
 export interface RedactionFinding {
   readonly rule: string;
@@ -112,3 +113,26 @@ export async function redact(text: string): Promise<Redacted> {
   return { text: r.texts[0] ?? '', findings: r.findings };
 }
 
+
+/**
+ * Redact the free text of messages (text, reasoning, tool-call arguments) with both layers,
+ * in one batch; ids, roles and offsets are kept so the messages still pair up. Used for the
+ * archive of compacted originals, by the same rules as the template store.
+ */
+export async function redactMessages(messages: readonly Message[]): Promise<{ messages: Message[]; findings: RedactionFinding[] }> {
+  const texts: string[] = [];
+  for (const m of messages) {
+    texts.push(m.text, m.reasoning ?? '');
+    for (const c of m.toolCalls ?? []) texts.push(c.arguments);
+  }
+  const { texts: out, findings } = await redactAll(texts);
+  let i = 0;
+  const next = (): string => out[i++] ?? '';
+  const redacted = messages.map((m): Message => {
+    const text = next();
+    const reasoning = next();
+    const toolCalls = m.toolCalls?.map((c) => ({ ...c, arguments: next() }));
+    return { ...m, text, ...(m.reasoning !== undefined ? { reasoning } : {}), ...(toolCalls ? { toolCalls } : {}) };
+  });
+  return { messages: redacted, findings };
+}

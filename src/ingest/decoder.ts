@@ -8,12 +8,12 @@
  * as oversized and skipped (the framer stays in sync).
  */
 import { createReadStream } from 'node:fs';
-import { basename } from 'node:path';
 import { LineFramer } from '../util/framer.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js';
 import type { TranscriptEvent } from '../model/messages.js';
 import { createAdapter, detectFormat } from './detect.js';
+import { sessionIdFor } from './session-id.js';
 
 export const DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024;
 /** Object lines kept while the format is still unknown (replayed once it is detected). */
@@ -206,8 +206,11 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
   return { format: decoder.format, events, counts: { ...c }, bytes };
 }
 
-/** The session id a transcript file stands for: its file name without `.jsonl`. */
+/**
+ * The session id of a transcript file read on its own (offline commands): the agent's own id
+ * when the file name carries it, else the file name without `.jsonl`. The daemon, which knows
+ * the watch root, uses `sessionIdFor` (session-id.ts) so that ids are unique per path.
+ */
 export function sessionIdForFile(path: string): string {
-  const name = basename(path);
-  return name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : name;
+  return sessionIdFor(path, path);
 }

@@ -7,6 +7,7 @@ export { createClaudeCodeAdapter, isInjectedClaudeText } from './adapters/claude
 export { createCodexAdapter, decodeCodexOutput } from './adapters/codex.js';
 export { createOpenAIChatAdapter, normalizeOpenAIMessages } from './adapters/openai-chat.js';
 export { parseTimestamp } from './adapters/common.js';
+export { sessionIdFor, agentSessionId, pathSessionId } from './session-id.js';
 export {
   TranscriptDecoder,
   readTranscriptFile,

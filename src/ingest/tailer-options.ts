@@ -21,6 +21,14 @@ export interface TailerOptions {
   readonly liveWindowMs?: number | undefined;
   /** Bytes read per read call (default 1 MiB). */
   readonly readChunkBytes?: number | undefined;
+  /** Follow symlinks that lead out of the watch roots (default false: such links are skipped with a warning). */
+  readonly followSymlinks?: boolean | undefined;
+  /** Live files whose descriptor stays open between reads (default 64; the least recently read are closed first). */
+  readonly maxOpenFiles?: number | undefined;
+  /** First retry delay for a file that cannot be opened (EACCES); doubles up to 60 s (default 1000 ms). */
+  readonly unreadableRetryMs?: number | undefined;
+  /** Window of the per-file warning rate limit (default 60 s). */
+  readonly warnIntervalMs?: number | undefined;
   readonly logger?: Logger | undefined;
   /** Clock for the live window (default Date.now). */
   readonly now?: (() => number) | undefined;
@@ -33,6 +41,10 @@ export interface ResolvedTailerOptions {
   readonly recheckMs: number;
   readonly liveWindowMs: number;
   readonly readChunkBytes: number;
+  readonly followSymlinks: boolean;
+  readonly maxOpenFiles: number;
+  readonly unreadableRetryMs: number;
+  readonly warnIntervalMs: number;
   readonly logger: Logger;
   readonly now: () => number;
 }
@@ -45,6 +57,10 @@ const schema = z
     recheckMs: z.number().int().nonnegative().optional(),
     liveWindowMs: z.number().nonnegative().optional(),
     readChunkBytes: z.number().int().min(4096).optional(),
+    followSymlinks: z.boolean().optional(),
+    maxOpenFiles: z.number().int().min(1).optional(),
+    unreadableRetryMs: z.number().int().positive().optional(),
+    warnIntervalMs: z.number().int().positive().optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as { child?: unknown }).child === 'function').optional(),
     now: z.custom<() => number>((v) => typeof v === 'function').optional(),
   })
@@ -68,6 +84,10 @@ export function resolveTailerOptions(options: TailerOptions): ResolvedTailerOpti
     recheckMs: o.recheckMs ?? 120,
     liveWindowMs: o.liveWindowMs ?? 30 * 60 * 1000,
     readChunkBytes: o.readChunkBytes ?? 1024 * 1024,
+    followSymlinks: o.followSymlinks ?? false,
+    maxOpenFiles: o.maxOpenFiles ?? 64,
+    unreadableRetryMs: o.unreadableRetryMs ?? 1000,
+    warnIntervalMs: o.warnIntervalMs ?? 60_000,
     logger: (o.logger ?? silentLogger()).child({ component: 'tailer' }),
     now: o.now ?? Date.now,
   });

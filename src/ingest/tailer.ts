@@ -8,13 +8,27 @@
  * `recheckMs`. `awaitWriteFinish` is never used. Truncation (size < offset, or the bytes
  * before the offset changed) and rotation (inode change, file removed and re-created) emit
  * `reset` and re-read from 0. A partial last line waits for its newline.
+ *
+ * Hostile folders: only regular files are read. Files are opened O_NONBLOCK and checked with
+ * fstat, so a FIFO, socket or device never blocks a thread (skipped with one warning). Symlinks
+ * leading out of the watch roots are skipped unless `followSymlinks`. A file that cannot be
+ * opened (EACCES) is logged once and retried with back-off until it can. Warnings are
+ * rate-limited per file. A new folder is scanned again after it appears, so files written into
+ * it before chokidar watched it are not missed.
+ *
+ * Per-append cost: a live file's descriptor stays open (at most `maxOpenFiles`, least recently
+ * read closed first); each read is one stat of the path (rotation, truncation) and reads that
+ * start FINGERPRINT_BYTES before the offset, so the fingerprint comes with the data.
  */
 import { EventEmitter } from 'node:events';
-import { open, stat, type FileHandle } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { constants as fsConstants, type Stats } from 'node:fs';
+import { join, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
-import { TranscriptDecoder, sessionIdForFile, type LineError } from './decoder.js';
+import { RateLimitedLog } from '../util/log-limit.js';
+import { TranscriptDecoder, type LineError } from './decoder.js';
+import { pathSessionId, sessionIdFor } from './session-id.js';
 import type { TailerEvents, TailerFileStats, TailerResetReason, TailerState } from './tailer-events.js';
 import { overrideFor, resolveTailerOptions, type ResolvedTailerOptions, type TailerOptions } from './tailer-options.js';
 
@@ -25,6 +39,10 @@ export * from './tailer-events.js';
 /** Bytes before the read offset remembered to notice in-place rewrites. */
 const FINGERPRINT_BYTES = 32;
 const MIN_READ_BYTES = 64 * 1024;
+/** Longest wait between retries of a file that cannot be opened. */
+const MAX_RETRY_MS = 60_000;
+/** Re-scans of a new folder after chokidar reports it (ms after the report). */
+const NEW_DIR_RESCANS_MS = [0, 150, 1_000] as const;
 
 interface FileState {
   readonly file: string;
@@ -42,7 +60,18 @@ interface FileState {
   eventSeen: boolean;
   recheck: NodeJS.Timeout | undefined;
   removal: NodeJS.Timeout | undefined;
+  /** The open descriptor of a live file (kept between reads). */
+  fh: FileHandle | undefined;
+  /** Not a readable transcript (FIFO, socket, device, link out of the roots): never read. */
+  skipped: string | undefined;
+  /** Open failed (EACCES…): when to retry, and the current back-off. */
+  retry: NodeJS.Timeout | undefined;
+  retryMs: number;
+  unreadable: boolean;
 }
+
+/** What opening a file found. */
+type Opened = { readonly fh: FileHandle; readonly ino: number } | { readonly skip: string };
 
 function isMissing(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
@@ -58,10 +87,19 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private readonly inflight = new Set<Promise<void>>();
   private initialScanDone = false;
   private closing: Promise<void> | undefined;
+  /** Session id → file, so two paths never share an id. */
+  private readonly idOwners = new Map<string, string>();
+  /** Files whose descriptor is open, least recently read first. */
+  private readonly openOrder = new Set<FileState>();
+  /** Watch roots as given and as resolved through symlinks. */
+  private rootReals: string[] = [];
+  private readonly warnings: RateLimitedLog;
+  private readonly rescans = new Set<NodeJS.Timeout>();
 
   constructor(options: TailerOptions) {
     super();
     this.options = resolveTailerOptions(options);
+    this.warnings = new RateLimitedLog(this.options.logger, { intervalMs: this.options.warnIntervalMs, now: this.options.now });
   }
 
   get state(): TailerState {
@@ -78,18 +116,24 @@ export class Tailer extends EventEmitter<TailerEvents> {
     if (this.stateValue !== 'new') throw new ContextdError(ErrorCode.LIFECYCLE, `tailer cannot start in state ${this.stateValue}`);
     this.stateValue = 'running';
     const explicit = new Set(this.options.paths);
+    this.rootReals = await Promise.all(this.options.paths.map((p) => realpath(p).catch(() => p)));
     const watcher = watch([...this.options.paths], {
       persistent: true,
       ignoreInitial: false,
       alwaysStat: true,
+      followSymlinks: this.options.followSymlinks,
       ignored: (p: string, stats?: Stats) => stats?.isFile() === true && !p.endsWith('.jsonl') && !explicit.has(p),
     });
     this.watcher = watcher;
     watcher.on('add', (p, stats) => this.onAdd(p, stats));
+    watcher.on('addDir', (p) => this.onAddDir(p));
     watcher.on('change', (p) => this.onChange(p));
     watcher.on('unlink', (p) => this.onUnlink(p));
     watcher.on('error', (err) => this.fail(err instanceof Error ? err : new Error(String(err))));
     await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
+    // chokidar leaves out files it cannot watch (no read permission): list the roots ourselves
+    // so such a file is registered, reported once, and read when it becomes readable.
+    for (const root of this.options.paths) await this.rescan(root);
     this.initialScanDone = true;
     await this.settle();
     if (this.stateValue !== 'running') return;
@@ -120,12 +164,16 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private async doClose(): Promise<void> {
     this.stateValue = 'closing';
     for (const st of this.files.values()) this.clearTimers(st);
+    for (const t of this.rescans) clearTimeout(t);
+    this.rescans.clear();
     try {
       await this.watcher?.close();
     } catch (err) {
       this.options.logger.warn({ err: describeError(err) }, 'watcher close failed');
     }
     await this.settle();
+    await Promise.allSettled([...this.openOrder].map((st) => this.closeHandle(st)));
+    this.warnings.flush();
     this.stateValue = 'closed';
   }
 
@@ -148,6 +196,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     if (!this.active || !this.isTranscript(p)) return;
     const existing = this.files.get(p);
     if (existing) {
+      if (existing.skipped && stats?.isFile() === true) existing.skipped = undefined; // replaced by a regular file
       this.activate(existing);
       return;
     }
@@ -162,7 +211,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     const live = this.initialScanDone || mtime === undefined || this.options.now() - mtime <= this.options.liveWindowMs;
     const st: FileState = {
       file: p,
-      sessionId: sessionIdForFile(p),
+      sessionId: this.claimSessionId(p),
       decoder,
       lineErrors,
       readPos: 0,
@@ -176,10 +225,74 @@ export class Tailer extends EventEmitter<TailerEvents> {
       eventSeen: false,
       recheck: undefined,
       removal: undefined,
+      fh: undefined,
+      skipped: undefined,
+      retry: undefined,
+      retryMs: this.options.unreadableRetryMs,
+      unreadable: false,
     };
     this.files.set(p, st);
+    // chokidar's stats (lstat-like for links it does not follow): never open what is not a file.
+    if (stats && !stats.isFile() && !stats.isSymbolicLink()) {
+      this.skip(st, `not a regular file (${kindOf(stats)})`);
+      return;
+    }
     if (live) this.requestRead(st, true);
     else this.options.logger.debug({ file: p }, 'file outside the live window: registered, not read');
+  }
+
+  /** The session id of a new file: unique per path (see session-id.ts). */
+  private claimSessionId(file: string): string {
+    const root = this.options.paths.filter((r) => file === r || file.startsWith(r.endsWith(sep) ? r : r + sep)).sort((a, b) => b.length - a.length)[0] ?? file;
+    let id = sessionIdFor(file, root);
+    const owner = this.idOwners.get(id);
+    if (owner !== undefined && owner !== file) {
+      // The same agent id under two paths (a copied transcript): the path keeps them apart.
+      id = pathSessionId(file, root);
+      if (this.idOwners.has(id)) id = file;
+      this.options.logger.warn({ file, sessionId: id, sameIdAs: owner }, 'agent session id already used by another transcript: using the path instead');
+    }
+    this.idOwners.set(id, file);
+    return id;
+  }
+
+  /**
+   * A folder appeared after the first scan: chokidar may start watching it only after files
+   * were written into it, so list it now and again shortly after, and pick up what it missed.
+   */
+  private onAddDir(dir: string): void {
+    if (!this.active || !this.initialScanDone) return;
+    for (const delay of NEW_DIR_RESCANS_MS) {
+      const t = setTimeout(() => {
+        this.rescans.delete(t);
+        void this.rescan(dir);
+      }, delay);
+      this.rescans.add(t);
+    }
+  }
+
+  private async rescan(dir: string): Promise<void> {
+    if (!this.active) return;
+    let entries;
+    try {
+      if (!(await stat(dir)).isDirectory()) return;
+      entries = await readdir(dir, { withFileTypes: true, recursive: true });
+    } catch (err) {
+      if (!isMissing(err)) this.options.logger.debug({ dir, err: describeError(err) }, 'new folder not listed');
+      return;
+    }
+    for (const e of entries) {
+      if (!this.active) return;
+      if (!e.isFile() || !e.name.endsWith('.jsonl')) continue;
+      const p = join(e.parentPath, e.name);
+      const known = this.files.get(p);
+      if (known) {
+        if (known.live && this.initialScanDone) this.requestRead(known, true);
+        continue;
+      }
+      const stats = await stat(p).catch(() => undefined);
+      if (stats && this.active && !this.files.has(p)) this.onAdd(p, stats);
+    }
   }
 
   private onChange(p: string): void {
@@ -202,6 +315,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     if (!st || st.reading || st.gone) return false;
     if (st.recheck) clearTimeout(st.recheck);
     st.recheck = undefined;
+    void this.closeHandle(st);
     st.decoder.reset(0);
     st.lineErrors.length = 0;
     st.readPos = 0;
@@ -228,7 +342,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
   // ---- reading -------------------------------------------------------------------------
 
   private requestRead(st: FileState, fromEvent: boolean): void {
-    if (!this.active || st.gone || !st.live) return;
+    if (!this.active || st.gone || !st.live || st.skipped !== undefined || st.retry !== undefined) return;
     if (fromEvent) st.eventSeen = true;
     if (st.reading) {
       st.again = true;
@@ -266,51 +380,165 @@ export class Tailer extends EventEmitter<TailerEvents> {
     }, this.options.recheckMs);
   }
 
-  /** Read from the stored offset to EOF. Returns the bytes consumed. */
-  private async readToEof(st: FileState): Promise<number> {
+  /**
+   * Open a transcript without ever blocking: O_NONBLOCK (a FIFO opens at once instead of
+   * waiting for a writer), then fstat on the descriptor — only a regular file is kept.
+   */
+  private async openRegular(st: FileState): Promise<Opened> {
+    if (!this.options.followSymlinks) {
+      const real = await realpath(st.file);
+      if (!this.rootReals.some((r) => real === r || real.startsWith(r.endsWith(sep) ? r : r + sep))) return { skip: `a symlink leading out of the watch roots (to ${real}); set followSymlinks to read it` };
+    }
     let fh: FileHandle;
     try {
-      fh = await open(st.file, 'r');
+      fh = await open(st.file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
     } catch (err) {
-      if (!isMissing(err)) throw err;
-      this.fail(new ContextdError(ErrorCode.TAIL_FILE_GONE, `transcript file disappeared: ${st.file}`, { file: st.file, sessionId: st.sessionId }), st);
-      this.scheduleRemovalCheck(st);
-      return 0;
+      // A Unix socket cannot be opened at all.
+      if ((err as { code?: unknown }).code === 'ENXIO') return { skip: 'not a regular file (socket)' };
+      throw err;
     }
+    let s: Stats;
     try {
-      const s = await fh.stat();
-      if (st.ino !== undefined && s.ino !== st.ino) this.restart(st, 'rotated');
-      else if (s.size < st.readPos) this.restart(st, 'truncated');
-      else if (!(await this.tailMatches(fh, st))) this.restart(st, 'truncated');
-      st.ino = s.ino;
-      let consumed = 0;
-      let size = s.size;
-      while (this.active && !st.gone) {
-        const want = Math.min(this.options.readChunkBytes, Math.max(MIN_READ_BYTES, size - st.readPos));
-        // A fresh buffer per read: the framer keeps references to a partial line's bytes.
-        const buf = Buffer.allocUnsafe(want);
-        const { bytesRead } = await fh.read(buf, 0, want, st.readPos);
-        if (bytesRead === 0) break;
-        const chunk = buf.subarray(0, bytesRead);
-        st.readPos += bytesRead;
-        size = Math.max(size, st.readPos);
-        consumed += bytesRead;
-        st.tail = Buffer.from(Buffer.concat([st.tail, chunk.subarray(Math.max(0, bytesRead - FINGERPRINT_BYTES))]).subarray(-FINGERPRINT_BYTES));
-        this.deliver(st, chunk);
-      }
-      return consumed;
-    } finally {
+      s = await fh.stat();
+    } catch (err) {
       await fh.close();
+      throw err;
+    }
+    if (!s.isFile()) {
+      await fh.close();
+      return { skip: `not a regular file (${kindOf(s)})` };
+    }
+    return { fh, ino: s.ino };
+  }
+
+  /** The file's descriptor, opened (and checked) when needed; undefined when skipped or gone. */
+  private async handleOf(st: FileState): Promise<FileHandle | undefined> {
+    if (st.fh) {
+      this.openOrder.delete(st);
+      this.openOrder.add(st);
+      return st.fh;
+    }
+    let opened: Opened;
+    try {
+      opened = await this.openRegular(st);
+    } catch (err) {
+      if (isMissing(err)) {
+        this.fail(new ContextdError(ErrorCode.TAIL_FILE_GONE, `transcript file disappeared: ${st.file}`, { file: st.file, sessionId: st.sessionId }), st);
+        this.scheduleRemovalCheck(st);
+        return undefined;
+      }
+      const code = (err as { code?: unknown }).code;
+      if (code === 'EACCES' || code === 'EPERM') {
+        this.retryLater(st, err);
+        return undefined;
+      }
+      throw err;
+    }
+    if ('skip' in opened) {
+      this.skip(st, opened.skip);
+      return undefined;
+    }
+    if (st.unreadable) {
+      st.unreadable = false;
+      st.retryMs = this.options.unreadableRetryMs;
+      this.options.logger.info({ file: st.file, sessionId: st.sessionId }, 'transcript readable now');
+    }
+    if (st.ino !== undefined && opened.ino !== st.ino) this.restart(st, 'rotated');
+    st.ino = opened.ino;
+    st.fh = opened.fh;
+    this.openOrder.add(st);
+    this.trimOpenFiles();
+    return st.fh;
+  }
+
+  /** Keep at most `maxOpenFiles` descriptors: close the least recently read idle ones. */
+  private trimOpenFiles(): void {
+    for (const st of this.openOrder) {
+      if (this.openOrder.size <= this.options.maxOpenFiles) return;
+      if (!st.reading) void this.closeHandle(st);
     }
   }
 
-  /** True when the bytes just before the read offset are still the ones we read. */
-  private async tailMatches(fh: FileHandle, st: FileState): Promise<boolean> {
-    const n = st.tail.length;
-    if (n === 0 || st.readPos < n) return true;
-    const buf = Buffer.alloc(n);
-    const { bytesRead } = await fh.read(buf, 0, n, st.readPos - n);
-    return bytesRead === n && buf.equals(st.tail);
+  private async closeHandle(st: FileState): Promise<void> {
+    const fh = st.fh;
+    st.fh = undefined;
+    this.openOrder.delete(st);
+    if (!fh) return;
+    try {
+      await fh.close();
+    } catch (err) {
+      this.options.logger.debug({ file: st.file, err: describeError(err) }, 'close failed');
+    }
+  }
+
+  /** Opening failed for lack of permission: say so once, and try again with back-off. */
+  private retryLater(st: FileState, err: unknown): void {
+    if (!st.unreadable) {
+      st.unreadable = true;
+      this.options.logger.warn({ file: st.file, sessionId: st.sessionId, code: (err as { code?: unknown }).code, retryMs: st.retryMs }, 'transcript cannot be opened; retrying until it can');
+    }
+    if (st.retry || !this.active) return;
+    st.retry = setTimeout(() => {
+      st.retry = undefined;
+      this.requestRead(st, true);
+    }, st.retryMs);
+    st.retryMs = Math.min(MAX_RETRY_MS, st.retryMs * 2);
+  }
+
+  /** Never read this path (it is not a regular file, or leads out of the roots); warn once. */
+  private skip(st: FileState, why: string): void {
+    st.skipped = why;
+    void this.closeHandle(st);
+    this.options.logger.warn({ file: st.file, reason: why }, 'skipping path: not read');
+  }
+
+  /** Read from the stored offset to EOF. Returns the bytes consumed. */
+  private async readToEof(st: FileState): Promise<number> {
+    const fh = await this.handleOf(st);
+    if (!fh) return 0;
+    // The path, not the descriptor: a rotated file has a new inode under the same name.
+    let s: Stats;
+    try {
+      s = await stat(st.file);
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+      await this.closeHandle(st);
+      this.scheduleRemovalCheck(st);
+      return 0;
+    }
+    if (s.ino !== st.ino) {
+      await this.closeHandle(st);
+      return this.readToEof(st); // reopens, sees the new inode, restarts
+    }
+    if (s.size < st.readPos) this.restart(st, 'truncated');
+    let consumed = 0;
+    let size = s.size;
+    let first = true;
+    while (this.active && !st.gone) {
+      // The first read starts FINGERPRINT_BYTES early: the bytes before the offset must still be ours.
+      const lead = first ? Math.min(st.tail.length, st.readPos) : 0;
+      const want = Math.min(this.options.readChunkBytes, Math.max(MIN_READ_BYTES, size - st.readPos));
+      // A fresh buffer per read: the framer keeps references to a partial line's bytes.
+      const buf = Buffer.allocUnsafe(lead + want);
+      const { bytesRead } = await fh.read(buf, 0, lead + want, st.readPos - lead);
+      if (first) {
+        first = false;
+        if (lead > 0 && (bytesRead < lead || !buf.subarray(0, lead).equals(st.tail.subarray(st.tail.length - lead)))) {
+          this.restart(st, 'truncated');
+          continue;
+        }
+      }
+      const n = bytesRead - lead;
+      if (n <= 0) break;
+      const chunk = buf.subarray(lead, bytesRead);
+      st.readPos += n;
+      size = Math.max(size, st.readPos);
+      consumed += n;
+      st.tail = Buffer.from(Buffer.concat([st.tail, chunk.subarray(Math.max(0, n - FINGERPRINT_BYTES))]).subarray(-FINGERPRINT_BYTES));
+      this.deliver(st, chunk);
+      if (n < want) break; // at EOF as of this read; the re-check catches what comes next
+    }
+    return consumed;
   }
 
   private deliver(st: FileState, chunk: Buffer): void {
@@ -322,7 +550,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
       this.emit('session', { file: st.file, sessionId: st.sessionId, format });
     }
     for (const e of st.lineErrors.splice(0)) {
-      this.options.logger.warn({ file: st.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped');
+      this.warnings.warn(`${st.file}\u0000line:${e.kind}`, { file: st.file, offset: e.offset, kind: e.kind, bytes: e.bytes }, 'transcript line skipped');
       this.emit('line-error', { file: st.file, sessionId: st.sessionId, ...e });
     }
     const unknown = events.filter((e) => e.type === 'unknown');
@@ -370,7 +598,10 @@ export class Tailer extends EventEmitter<TailerEvents> {
     if (st.gone) return;
     st.gone = true;
     this.clearTimers(st);
+    void this.closeHandle(st);
     this.files.delete(st.file);
+    if (this.idOwners.get(st.sessionId) === st.file) this.idOwners.delete(st.sessionId);
+    this.warnings.forget(`${st.file}\u0000`);
     this.options.logger.info({ file: st.file }, 'transcript removed');
     this.emit('removed', { file: st.file, sessionId: st.sessionId });
   }
@@ -378,12 +609,26 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private clearTimers(st: FileState): void {
     if (st.recheck) clearTimeout(st.recheck);
     if (st.removal) clearTimeout(st.removal);
+    if (st.retry) clearTimeout(st.retry);
     st.recheck = undefined;
     st.removal = undefined;
+    st.retry = undefined;
   }
 
+  /** Log a non-fatal error once (rate-limited per file and code), and emit it for listeners. */
   private fail(err: Error, st?: FileState): void {
-    this.options.logger.warn({ err: describeError(err), code: (err as Partial<ContextdError>).code, file: st?.file }, 'tailer error');
+    const code = (err as Partial<ContextdError>).code;
+    this.warnings.warn(`${st?.file ?? ''}\u0000error:${code ?? ''}`, { err: describeError(err), code, file: st?.file }, 'tailer error');
     if (this.listenerCount('error') > 0) this.emit('error', err);
   }
+}
+
+function kindOf(s: Stats): string {
+  if (s.isFIFO()) return 'FIFO';
+  if (s.isSocket()) return 'socket';
+  if (s.isCharacterDevice()) return 'character device';
+  if (s.isBlockDevice()) return 'block device';
+  if (s.isDirectory()) return 'directory';
+  if (s.isSymbolicLink()) return 'symlink';
+  return 'special file';
 }

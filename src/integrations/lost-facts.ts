@@ -6,7 +6,7 @@
  */
 import type { Message } from '../model/messages.js';
 import { ensureSurvival, finalErrorLine, keyFacts, type KeyFacts } from '../compact/survival.js';
-import { clip, termsOf } from '../compact/text.js';
+import { clip, contentTerms } from '../text/index.js';
 
 export interface LostFacts {
   /** Lines naming the facts the summary lacks (`- constraints: …`), empty when nothing was lost. */
@@ -38,7 +38,7 @@ function unresolvedError(messages: readonly Message[]): string[] {
 /** Check `summary` against the facts of `before`; return what it lost. */
 export function lostFacts(before: readonly Message[], summary: string): LostFacts {
   const goal = lastUserPrompt(before);
-  const all = keyFacts(before, goal ? [...termsOf(goal)] : [], []);
+  const all = keyFacts(before, goal ? [...contentTerms(goal)] : [], []);
   const facts: KeyFacts = { ...all, errors: unresolvedError(before), values: [] };
   const check = ensureSurvival(summary, facts);
   if (check.missing.length === 0) return { lines: [], checked: check.checked };

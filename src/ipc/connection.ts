@@ -26,6 +26,12 @@ export interface ConnectionLimits {
   readonly maxPendingWriteBytes: number;
   /** At most this many requests of one peer run (or wait to be written) at once; reading pauses meanwhile. */
   readonly maxInFlight: number;
+  /** Close after this long with nothing received (0 = never), unless `keepIdle(id)`. */
+  readonly idleTimeoutMs?: number;
+  /** Close when a line stays unfinished this long (0 = never). */
+  readonly partialLineTimeoutMs?: number;
+  /** Connections exempt from the idle timeout (subscribed ones waiting for pushes). */
+  readonly keepIdle?: (connectionId: string) => boolean;
 }
 
 interface Slot {
@@ -33,7 +39,7 @@ interface Slot {
 }
 
 /** Why a connection ended, for the log. */
-export type CloseReason = 'peer' | 'slow-consumer' | 'server-close' | 'error';
+export type CloseReason = 'peer' | 'slow-consumer' | 'server-close' | 'error' | 'idle-timeout' | 'partial-line-timeout';
 
 export class RpcConnection {
   readonly state: DispatchConnection;
@@ -46,6 +52,12 @@ export class RpcConnection {
   private paused = false;
   private peerEnded = false;
   private reason: CloseReason = 'peer';
+  /** The server is shutting down: nothing more is read; replies in flight are still written. */
+  private draining = false;
+  private drained: (() => void) | undefined;
+  private lastInputAt: number;
+  private partialSince: number | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
   /** Largest pending output observed (diagnostics and tests). */
   peakPendingBytes = 0;
 
@@ -60,7 +72,9 @@ export class RpcConnection {
   ) {
     this.state = { id, initialized: false };
     this.connectedAt = now;
+    this.lastInputAt = now;
     this.framer = new LineFramer({ maxLineBytes: limits.maxLineBytes });
+    this.armWatchdog();
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err: NodeJS.ErrnoException) => {
       // Resets and broken pipes are routine for a local peer that went away.
@@ -77,6 +91,8 @@ export class RpcConnection {
     });
     socket.on('close', () => {
       this.closed = true;
+      if (this.watchdog) clearInterval(this.watchdog);
+      this.drained?.();
       if (this.framer.pendingLength > 0) {
         this.log.debug({ connectionId: id, partialBytes: this.framer.pendingLength }, 'peer left mid-line');
       }
@@ -130,8 +146,76 @@ export class RpcConnection {
     });
   }
 
+  /**
+   * Shutdown: read nothing more, and resolve once every reply in flight was handed to the
+   * socket (or after `timeoutMs`).
+   */
+  drain(timeoutMs: number): Promise<void> {
+    this.draining = true;
+    this.backlog.length = 0;
+    if (this.watchdog) clearInterval(this.watchdog);
+    if (this.slots.length === 0 || this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = (): void => {
+        if (timer) clearTimeout(timer);
+        this.drained = undefined;
+        if (this.slots.length > 0) this.log.warn({ connectionId: this.id, pending: this.slots.length }, 'shutdown: replies still running were abandoned');
+        resolve();
+      };
+      if (timeoutMs > 0) {
+        timer = setTimeout(done, timeoutMs);
+        timer.unref();
+      }
+      this.drained = done;
+    });
+  }
+
+  /** One timer per connection checks the idle and partial-line limits. */
+  private armWatchdog(): void {
+    const idle = this.limits.idleTimeoutMs ?? 0;
+    const partial = this.limits.partialLineTimeoutMs ?? 0;
+    const limits = [idle, partial].filter((ms) => ms > 0);
+    if (limits.length === 0) return;
+    const every = Math.max(10, Math.min(1_000, Math.floor(Math.min(...limits) / 4)));
+    this.watchdog = setInterval(() => this.checkTimeouts(), every);
+    this.watchdog.unref();
+  }
+
+  private checkTimeouts(): void {
+    if (this.closed || this.draining) return;
+    const now = Date.now();
+    const partial = this.limits.partialLineTimeoutMs ?? 0;
+    if (partial > 0 && this.partialSince !== undefined && now - this.partialSince >= partial) {
+      this.timeOut('partial-line-timeout', `a request line stayed unfinished for ${partial} ms (partialLineTimeoutMs): end each request with a newline`);
+      return;
+    }
+    const idle = this.limits.idleTimeoutMs ?? 0;
+    if (idle > 0 && now - this.lastInputAt >= idle && this.slots.length === 0 && !(this.limits.keepIdle?.(this.id) ?? false)) {
+      this.timeOut('idle-timeout', `no request for ${idle} ms and no subscription (idleTimeoutMs): reconnect when needed`);
+    }
+  }
+
+  /** Tell the peer why, then close. */
+  private timeOut(reason: CloseReason, message: string): void {
+    this.reason = reason;
+    this.log.info({ connectionId: this.id, reason }, 'closing connection');
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.draining = true;
+    this.write(JSON.stringify({ jsonrpc: '2.0', id: null, error: new RpcError(RpcErrorCode.CONNECTION_TIMEOUT, message).toJSON() }) + '\n');
+    this.socket.end();
+    const t = setTimeout(() => this.socket.destroy(), 1_000);
+    t.unref();
+  }
+
   private onData(chunk: Buffer): void {
-    for (const line of this.framer.push(chunk)) this.backlog.push(line);
+    if (this.draining) return;
+    this.lastInputAt = Date.now();
+    const lines = this.framer.push(chunk);
+    for (const line of lines) this.backlog.push(line);
+    // The clock of an unfinished line starts when that line began.
+    if (this.framer.pendingLength === 0) this.partialSince = undefined;
+    else if (lines.length > 0 || this.partialSince === undefined) this.partialSince = this.lastInputAt;
     this.pump();
   }
 
@@ -140,7 +224,7 @@ export class RpcConnection {
    * socket while lines wait, so a flood is held in the kernel rather than in memory.
    */
   private pump(): void {
-    while (this.backlog.length > 0 && this.slots.length < this.limits.maxInFlight && !this.closed) {
+    while (this.backlog.length > 0 && this.slots.length < this.limits.maxInFlight && !this.closed && !this.draining) {
       const line = this.backlog.shift() as FramedLine;
       const slot: Slot = { payload: undefined };
       this.slots.push(slot);
@@ -157,7 +241,7 @@ export class RpcConnection {
     if (shouldPause && !this.paused) {
       this.paused = true;
       this.socket.pause();
-    } else if (!shouldPause && this.paused && this.isOpen) {
+    } else if (!shouldPause && this.paused && this.isOpen && !this.draining) {
       this.paused = false;
       this.socket.resume();
     }
@@ -166,6 +250,7 @@ export class RpcConnection {
   private fill(slot: Slot, response: JsonRpcResponse | undefined): void {
     slot.payload = response === undefined ? null : this.encode(response);
     this.flush();
+    if (this.draining && this.slots.length === 0) this.drained?.();
   }
 
   private encode(response: JsonRpcResponse): string {

@@ -30,6 +30,10 @@ export const RpcErrorCode = {
   UNAVAILABLE: -32006,
   /** The requested target headroom cannot be reached (everything left is anchored). */
   BUDGET_UNREACHABLE: -32007,
+  /** The server already serves `maxClients` connections; this one is closed after the error. */
+  TOO_MANY_CLIENTS: -32008,
+  /** The connection was idle, or left a line unfinished, for too long; it is closed after the error. */
+  CONNECTION_TIMEOUT: -32009,
 } as const;
 export type RpcErrorCode = (typeof RpcErrorCode)[keyof typeof RpcErrorCode];
 

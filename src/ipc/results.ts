@@ -147,6 +147,8 @@ export const RecallResultSchema = z.looseObject({
   /** Ids of the sections the edit replaced. */
   sectionIds: z.array(z.string()).optional(),
   messages: z.array(WireMessageSchema),
+  /** Secrets replaced by `[REDACTED:<rule>]` before the originals were archived, per rule. */
+  redactions: z.array(z.looseObject({ rule: z.string(), count: z.number() })).optional(),
   /** Tokens the originals held. */
   tokens: z.number().optional(),
 });

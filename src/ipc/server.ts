@@ -11,6 +11,7 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { RpcConnection, type CloseReason, type ConnInfo } from './connection.js';
 import { Dispatcher } from './dispatch.js';
+import { RpcError, RpcErrorCode } from './errors.js';
 import type { Handler } from './handlers.js';
 import { checkSocketPathLength, resolveGroupId } from './paths.js';
 
@@ -39,6 +40,16 @@ export interface RpcServerOptions {
   readonly handlerTimeoutMs?: number;
   /** How long close() lets peers hang up before destroying their sockets (default 500 ms). */
   readonly closeGraceMs?: number;
+  /** How long close() waits for replies in flight before hanging up (default 10000 ms). */
+  readonly drainTimeoutMs?: number;
+  /** Most connections served at once; one more gets -32008 and is closed (default 128). */
+  readonly maxClients?: number;
+  /** Close a connection that sent nothing for this long, unless `keepIdle` says otherwise (default 600000; 0 = never). */
+  readonly idleTimeoutMs?: number;
+  /** Close a connection that leaves a line unfinished for this long (default 30000; 0 = never). */
+  readonly partialLineTimeoutMs?: number;
+  /** Connections kept however long they are idle (e.g. subscribed, waiting for pushes). */
+  readonly keepIdle?: (connectionId: string) => boolean;
   /** Handlers by wire method name; wrap them with `defineHandler`/`defineHandlers`. */
   readonly handlers: Readonly<Record<string, Handler>>;
   readonly logger?: Logger;
@@ -56,6 +67,11 @@ export interface ResolvedRpcServerOptions {
   readonly requireInitialize: boolean;
   readonly serverInfo: { readonly name: string; readonly version: string };
   readonly closeGraceMs: number;
+  readonly drainTimeoutMs: number;
+  readonly maxClients: number;
+  readonly idleTimeoutMs: number;
+  readonly partialLineTimeoutMs: number;
+  readonly keepIdle: (connectionId: string) => boolean;
   readonly handlerTimeoutMs: number;
   readonly handlers: Readonly<Record<string, Handler>>;
   readonly logger: Logger;
@@ -64,7 +80,12 @@ export interface ResolvedRpcServerOptions {
 const OPTION_KEYS = new Set<string>([
   'socketPath', 'fd', 'socketMode', 'group', 'maxLineBytes', 'maxPendingWriteBytes', 'maxInFlightPerConnection',
   'requireInitialize', 'serverInfo', 'closeGraceMs', 'handlerTimeoutMs', 'handlers', 'logger',
+  'drainTimeoutMs', 'maxClients', 'idleTimeoutMs', 'partialLineTimeoutMs', 'keepIdle',
 ]);
+
+function durationMs(name: string, value: number | undefined, fallback: number): number {
+  return value === 0 ? 0 : positiveInt(name, value, fallback);
+}
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -101,6 +122,11 @@ export function resolveServerOptions(options: RpcServerOptions): ResolvedRpcServ
     requireInitialize: options.requireInitialize ?? false,
     serverInfo: Object.freeze({ ...(options.serverInfo ?? { name: 'contextd', version: VERSION }) }),
     closeGraceMs: positiveInt('closeGraceMs', options.closeGraceMs, 500),
+    drainTimeoutMs: durationMs('drainTimeoutMs', options.drainTimeoutMs, 10_000),
+    maxClients: positiveInt('maxClients', options.maxClients, 128),
+    idleTimeoutMs: durationMs('idleTimeoutMs', options.idleTimeoutMs, 600_000),
+    partialLineTimeoutMs: durationMs('partialLineTimeoutMs', options.partialLineTimeoutMs, 30_000),
+    keepIdle: options.keepIdle ?? (() => false),
     handlerTimeoutMs: options.handlerTimeoutMs === 0 ? 0 : positiveInt('handlerTimeoutMs', options.handlerTimeoutMs, 120_000),
     handlers: Object.freeze({ ...options.handlers }),
     logger: (options.logger ?? silentLogger()).child({ component: 'ipc' }),
@@ -143,6 +169,8 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   private readonly server: net.Server;
   private readonly conns = new Map<string, RpcConnection>();
   private nextConnId = 1;
+  private refused = 0;
+  private lastRefusalLogAt = Number.NEGATIVE_INFINITY;
   private _state: RpcServerState = 'new';
   private listening: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -275,6 +303,10 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
       socket.destroy();
       return;
     }
+    if (this.conns.size >= this.options.maxClients) {
+      this.refuse(socket);
+      return;
+    }
     const id = `c${this.nextConnId++}`;
     const conn = new RpcConnection(
       id,
@@ -284,6 +316,9 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
         maxLineBytes: this.options.maxLineBytes,
         maxPendingWriteBytes: this.options.maxPendingWriteBytes,
         maxInFlight: this.options.maxInFlightPerConnection,
+        idleTimeoutMs: this.options.idleTimeoutMs,
+        partialLineTimeoutMs: this.options.partialLineTimeoutMs,
+        keepIdle: this.options.keepIdle,
       },
       this.log,
       (c, reason) => this.onConnectionClosed(c, reason),
@@ -292,6 +327,22 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     this.conns.set(id, conn);
     this.log.debug({ connectionId: id }, 'connection accepted');
     this.emit('connection', conn.info());
+  }
+
+  /** Over the connection limit: one JSON-RPC error (id null), then close. Logged at most once a minute. */
+  private refuse(socket: net.Socket): void {
+    this.refused++;
+    const now = Date.now();
+    if (now - this.lastRefusalLogAt >= 60_000) {
+      this.lastRefusalLogAt = now;
+      this.log.warn({ maxClients: this.options.maxClients, refusedSoFar: this.refused }, 'connection refused: too many clients');
+    }
+    const error = new RpcError(RpcErrorCode.TOO_MANY_CLIENTS, `contextd serves at most ${this.options.maxClients} connections at once (maxClients): close idle clients or raise maxClients`, { maxClients: this.options.maxClients });
+    socket.on('error', () => undefined);
+    socket.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: error.toJSON() }) + '\n');
+    const t = setTimeout(() => socket.destroy(), this.options.closeGraceMs);
+    t.unref();
+    socket.once('close', () => clearTimeout(t));
   }
 
   private onConnectionClosed(conn: RpcConnection, reason: CloseReason): void {
@@ -342,7 +393,9 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
       this._state = 'closed';
       return;
     }
+    // Stop accepting, let replies in flight be written (bounded), then hang up.
     const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await Promise.all([...this.conns.values()].map((c) => c.drain(this.options.drainTimeoutMs)));
     await Promise.all([...this.conns.values()].map((c) => c.close(this.options.closeGraceMs)));
     await serverClosed;
     await this.removeOwnedFile();

@@ -30,17 +30,6 @@ export function looksLikeAgentSummary(text: string): boolean {
   return text.startsWith('[CONTEXT COMPACTION') || text.startsWith('This session is being continued from a previous conversation');
 }
 
-const TRACE_HEADER = /Traceback \(most recent call last\)|^panic: |^Exception in thread |^\s*(?:Uncaught |Unhandled )?[A-Z]\w*(?:Error|Exception)(?: \[\w+\])?: |npm ERR!|^error(?:\[E\d+\])?: /m;
-const TRACE_FRAME = /^\s+at .+[(:]\d+|^\s+File ".+", line \d+|^\s+\d+: 0x[0-9a-f]+|^goroutine \d+ \[/gm;
-
-/** True when `text` looks like an exception or stack trace (a header line, or ≥ 2 stack frames). */
-export function looksLikeStackTrace(text: string): boolean {
-  const head = text.length > 50_000 ? text.slice(0, 25_000) + text.slice(-25_000) : text;
-  if (TRACE_HEADER.test(head)) return true;
-  const frames = head.match(TRACE_FRAME);
-  return frames !== null && frames.length >= 2;
-}
-
 /**
  * Assistant text that states a decision, plan or conclusion. A bare "I'll" is not enough
  * (agents narrate "I'll read the file", "I'll update the todo" constantly): it must be followed

@@ -15,7 +15,7 @@
  *   of the same line repeated a thousand times carries little information per token.
  *   Texts with fewer than MIN_SHINGLES_FOR_REPETITION shingles are not penalised.
  */
-import { shingleHashes } from './text.js';
+import { shingleHashes } from '../text/index.js';
 
 export const MINHASH_SLOTS = 64;
 export const DENSITY_FLOOR = 0.05;

@@ -5,9 +5,9 @@
  */
 import type { Message, ToolCall } from './messages.js';
 import { densityFeatures, type DensityFeatures } from './density.js';
-import { looksLikeStackTrace } from './classify.js';
+import { looksLikeStackTrace } from '../text/index.js';
 import { IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
-import { termStats, mergeTermStats, type TermStats } from './text.js';
+import { termStats, mergeTermStats, type TermStats } from '../text/index.js';
 
 export type FragmentPart = 'whole' | 'text' | 'call' | 'result';
 

@@ -20,8 +20,8 @@ export {
   SUPERSEDED_SIMILARITY,
   KEY_DECISION_MAX_TOKENS,
 } from './priority.js';
-export { isAcknowledgement, isDecisionText, looksLikeStackTrace } from './classify.js';
-export { words, termStats } from './text.js';
+export { isAcknowledgement, isDecisionText } from './classify.js';
+export { words, termStats } from '../text/index.js';
 export * from './types.js';
 export * from './messages.js';
 export {

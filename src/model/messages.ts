@@ -34,6 +34,8 @@ export interface Message {
   readonly toolName?: string;
   /** For role 'tool': the tool reported failure (is_error, non-zero exit code, `"error"` payload). */
   readonly isError?: boolean;
+  /** For role 'tool': the exit status the harness recorded for a command (Codex/hermes `exit_code`). */
+  readonly exitCode?: number;
   /**
    * Harness-injected content that is not a real prompt (Claude isMeta/<system-reminder>,
    * Codex <environment_context> / AGENTS.md, command output echoes).

@@ -15,7 +15,7 @@
  * are maintained incrementally here; scoring runs lazily over all sections without any
  * tokenizer call.
  */
-import type { TermStats } from './text.js';
+import type { TermStats } from '../text/index.js';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;

@@ -10,7 +10,7 @@ import { isAnchor, isPending, kindOf, priorityOf } from './priority.js';
 import { recencyWeight } from './recency.js';
 import { buildQuery, normalizeRelevance, type TermIndex } from './relevance.js';
 import { scoreSection } from './score.js';
-import type { TermStats } from './text.js';
+import type { TermStats } from '../text/index.js';
 
 export interface ScoringContext {
   readonly sessionId: string;

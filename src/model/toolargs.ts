@@ -150,15 +150,3 @@ function normalizeArgs(args: Record<string, unknown>): string {
 function dedupe(xs: string[]): string[] {
   return [...new Set(xs.filter((x) => x.length > 0 && x.length < 300))];
 }
-
-/** Canonical form of a path for comparing reads and writes (strips `./`, quotes, trailing `/`). */
-export function canonicalPath(p: string): string {
-  return p.replace(/^['"]|['"]$/g, '').replace(/^\.\//, '').replace(/\/+$/, '');
-}
-
-/** True when two canonical paths name the same file (one may be relative to the other's root). */
-export function samePath(a: string, b: string): boolean {
-  if (a === b) return true;
-  const [s, l] = a.length <= b.length ? [a, b] : [b, a];
-  return !s.startsWith('/') && s.includes('/') ? l.endsWith(`/${s}`) : false;
-}

@@ -21,5 +21,5 @@ export interface ArchiveSink {
   /** Store several entries atomically; throws when they cannot be stored. */
   putMany(entries: readonly ArchiveEntry[]): void;
   /** The archived originals of a handle (for the recall tool). */
-  get(handle: string): { readonly messages: readonly object[] } | undefined;
+  get(handle: string): { readonly messages: readonly { readonly id: string; readonly role: string; readonly text: string }[] } | undefined;
 }

@@ -25,6 +25,14 @@ export interface ArchivedEdit {
   readonly messages: readonly ArchivedMessage[];
   readonly tokens: number;
   readonly createdAt: number;
+  /** Secrets replaced by `[REDACTED:<rule>]` markers before storing, counted per rule. */
+  readonly redactions?: readonly RedactionCount[] | undefined;
+}
+
+/** How many findings of one redaction rule were replaced. */
+export interface RedactionCount {
+  readonly rule: string;
+  readonly count: number;
 }
 
 /** One `archive.search` hit: an archived edit and how well it matched (higher is better). */
@@ -55,6 +63,7 @@ interface Row {
   messages: string;
   tokens: number;
   created_at: number;
+  redactions: string;
 }
 
 /** Lossless archive of compacted originals, keyed by the handle quoted in each summary. */
@@ -67,8 +76,8 @@ export class Archive {
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
-      `INSERT INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at)
-       VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt)`,
+      `INSERT INTO archive (handle, session_id, plan_id, edit_id, reason, section_ids, messages, tokens, created_at, redactions)
+       VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt, @redactions)`,
     );
     this.byHandle = db.prepare(`SELECT * FROM archive WHERE handle = ?`);
     this.searchAll = db.prepare(
@@ -103,6 +112,7 @@ export class Archive {
             messages: JSON.stringify(e.messages),
             tokens: e.tokens,
             createdAt: e.createdAt,
+            redactions: JSON.stringify(e.redactions ?? []),
           });
         }
       })();
@@ -156,5 +166,6 @@ function fromRow(r: Row): ArchivedEdit {
     messages: JSON.parse(r.messages) as ArchivedMessage[],
     tokens: r.tokens,
     createdAt: r.created_at,
+    redactions: JSON.parse(r.redactions) as RedactionCount[],
   };
 }

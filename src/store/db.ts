@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
@@ -19,7 +19,10 @@ export interface OpenDbOptions {
  * `:memory:` is accepted for throwaway stores.
  */
 export function openDb(path: string, options: OpenDbOptions = {}): Db {
-  if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (path !== ':memory:' && !options.readonly) {
+    secureStateDir(dirname(path));
+    secureStateFiles(path);
+  }
   let db: Db;
   try {
     db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
@@ -39,6 +42,53 @@ export function openDb(path: string, options: OpenDbOptions = {}): Db {
     throw wrapStoreError(err, `cannot prepare state database ${path}`);
   }
   return db;
+}
+
+/** What `secureStateDir` did. */
+export interface SecuredDir {
+  readonly created: boolean;
+  /** The mode the folder had when it was tightened to 0700 (undefined: it was private already). */
+  readonly previousMode: number | undefined;
+}
+
+/**
+ * Make the state folder private whatever the umask: create it 0700, or tighten an existing
+ * one to 0700. A folder owned by another user is refused (its owner could read the archive).
+ */
+export function secureStateDir(dir: string): SecuredDir {
+  let created = false;
+  try {
+    statSync(dir);
+  } catch {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    created = true;
+  }
+  const st = statSync(dir);
+  if (!st.isDirectory()) throw new ContextdError(ErrorCode.STATE_INSECURE, `state path ${dir} is not a directory; choose another --state`, { dir });
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) {
+    throw new ContextdError(ErrorCode.STATE_INSECURE, `state folder ${dir} belongs to uid ${st.uid}, not to this user (uid ${uid}): contextd keeps its archive only in a folder it owns; choose another --state or chown it`, { dir, owner: st.uid, uid });
+  }
+  const mode = st.mode & 0o777;
+  if ((mode & 0o077) === 0) return { created, previousMode: undefined };
+  chmodSync(dir, 0o700);
+  return { created, previousMode: mode };
+}
+
+/**
+ * The database and its WAL/SHM files are 0600 whatever the umask: the file is created 0600
+ * before SQLite opens it (SQLite gives -wal and -shm the database file's mode), and files left
+ * by an earlier run are tightened.
+ */
+export function secureStateFiles(dbPath: string): void {
+  closeSync(openSync(dbPath, 'a', 0o600));
+  for (const p of [dbPath, `${dbPath}-wal`, `${dbPath}-shm`]) {
+    try {
+      if ((statSync(p).mode & 0o077) !== 0) chmodSync(p, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
 }
 
 /** Apply every migration newer than the database's `user_version`, each in its own transaction. */

@@ -1,6 +1,6 @@
-export { openDb, migrate, wrapStoreError, type Db, type OpenDbOptions } from './db.js';
+export { openDb, migrate, wrapStoreError, secureStateDir, secureStateFiles, type Db, type OpenDbOptions, type SecuredDir } from './db.js';
 export { MIGRATIONS, type Migration } from './migrations.js';
 export { HeadroomLog, type HeadroomSample } from './headroom.js';
-export { Archive, type ArchivedEdit, type ArchivedMessage, type ArchiveHit, type ArchiveSearchOptions } from './archive.js';
+export { Archive, type ArchivedEdit, type ArchivedMessage, type ArchiveHit, type ArchiveSearchOptions, type RedactionCount } from './archive.js';
 export { matchAny, matchTerms, matchText } from './fts.js';
 export { PlanLog, type PlanStatus, type StoredPlan } from './plans.js';

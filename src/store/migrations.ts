@@ -188,4 +188,11 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE a.handle NOT IN (SELECT handle FROM archive_fts);
     `,
   },
+  {
+    version: 4,
+    name: 'archive: what was redacted from each archived original',
+    sql: `
+      ALTER TABLE archive ADD COLUMN redactions TEXT NOT NULL DEFAULT '[]';
+    `,
+  },
 ];

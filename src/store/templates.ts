@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
+import type { TaskType } from '../text/index.js';
 import { matchAny } from './fts.js';
 import {
   DEFAULT_HALF_LIFE_MS,
@@ -27,54 +28,6 @@ import {
 
 /** Version of the template record shape (stored per row and in exports). */
 export const TEMPLATE_SCHEMA_VERSION = 1;
-
-export const TASK_TYPES = ['code', 'file', 'research', 'mixed'] as const;
-export type TaskType = (typeof TASK_TYPES)[number];
-
-const TASK_WORDS: Readonly<Record<Exclude<TaskType, 'mixed'>, RegExp>> = {
-  code: /\b(fix|bug|implement|refactor|function|class|method|compile|build|test|tests|typescript|python|rust|javascript|api|endpoint|parser|crash|stack ?trace|error|exception|lint|type ?check|debug|feature|code|module|import|deploy|merge|commit|branch|pr)\b/gi,
-  file: /\b(file|files|folder|directory|dir|rename|move|copy|delete|organi[sz]e|csv|json|yaml|pdf|docx?|spreadsheet|markdown|readme|config|convert|extract|backup|download|upload|log ?files?)\b/gi,
-  research: /\b(research|find out|investigate|explain|why|what|how does|compare|summari[sz]e|look up|search|docs?|documentation|paper|article|learn|understand|best practice|options|recommend|browse|web|news)\b/gi,
-};
-
-const STOPWORDS = new Set(
-  `the a an and or but if then else for to of in on at by with from into onto over under is are was were be been being it its this that these those
-  i me my we our you your he she they them their there here what which who whom whose when where why how all any both each few more most other some such
-  no nor not only own same so than too very can will just should now do does did doing have has had having would could might must shall may please
-  let lets make sure also get got use using used want need like about after before again further once up down out off above below between through during
-  can't don't won't isn't aren't wasn't weren't it's i'm you're we're they're that's let's ok okay yes yeah hi hello thanks thank`.split(/\s+/),
-);
-
-/**
- * Search terms of a text: lower-cased word tokens of ≥ 2 chars, stopwords and pure numbers
- * dropped, first occurrence order. The same function feeds harvest (fingerprints, novelty)
- * and bootstrap (queries), so both sides see the same vocabulary.
- */
-export function termsOf(text: string, max = 200): string[] {
-  const out: string[] = [];
-  const seen = new Set<string>();
-  for (const raw of text.toLowerCase().split(/[^\p{L}\p{N}_]+/u)) {
-    if (raw.length < 2 || raw.length > 40 || STOPWORDS.has(raw) || /^\d+$/.test(raw)) continue;
-    if (seen.has(raw)) continue;
-    seen.add(raw);
-    out.push(raw);
-    if (out.length >= max) break;
-  }
-  return out;
-}
-
-/**
- * Classify a task description by keyword evidence: the type whose words dominate, or
- * 'mixed' when two types are close or nothing matches. Deterministic and cheap.
- */
-export function classifyTaskText(text: string): TaskType {
-  const scores = (Object.keys(TASK_WORDS) as Exclude<TaskType, 'mixed'>[]).map((t) => ({ t, n: text.match(TASK_WORDS[t])?.length ?? 0 }));
-  scores.sort((a, b) => b.n - a.n);
-  const [first, second] = scores;
-  if (!first || first.n === 0) return 'mixed';
-  if (second && second.n > 0 && second.n * 1.5 > first.n) return 'mixed';
-  return first.t;
-}
 
 export const ITEM_KINDS = ['example', 'recovery', 'marker'] as const;
 export type ItemKind = (typeof ITEM_KINDS)[number];

@@ -3,7 +3,8 @@
  * recordOutcome: feed back how the bootstrapped session went.
  */
 import type { TokenCounter } from '../model/tokens.js';
-import type { Outcome, TaskType, Template, TemplateStore } from '../store/templates.js';
+import type { Outcome, Template, TemplateStore } from '../store/templates.js';
+import type { TaskType } from '../text/index.js';
 import type { Logger } from '../util/logger.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { renderBootstrap, type RenderedMessage } from './render.js';

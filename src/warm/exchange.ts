@@ -10,13 +10,13 @@ import {
   ITEM_KINDS,
   KNOWLEDGE_CATEGORIES,
   OUTCOMES,
-  TASK_TYPES,
   TEMPLATE_SCHEMA_VERSION,
   USER_PATTERN_KINDS,
   allPatterns,
   importPattern,
   type TemplateStore,
 } from '../store/templates.js';
+import { TASK_TYPES } from '../text/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 
 export const EXPORT_FORMAT = 'contextd-warm-templates';

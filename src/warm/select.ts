@@ -4,7 +4,8 @@
  * requested repo's best template is always among those returned.
  */
 import { normalizeRepo } from '../store/repo.js';
-import { classifyTaskText, termsOf, type TaskType, type TemplateStore, type TemplateSummary } from '../store/templates.js';
+import type { TemplateStore, TemplateSummary } from '../store/templates.js';
+import { classifyTaskText, searchTerms, type TaskType } from '../text/index.js';
 
 export interface SelectionQuery {
   readonly task: string;
@@ -43,7 +44,7 @@ function typeMatch(a: TaskType, b: TaskType): number {
 export function selectTemplates(store: TemplateStore, query: SelectionQuery, options: SelectionOptions = {}): { taskType: TaskType; ranked: ScoredTemplate[] } {
   const taskType = classifyTaskText(query.task);
   const repo = query.repo ? normalizeRepo(query.repo) : undefined;
-  const terms = termsOf(query.task, 64);
+  const terms = searchTerms(query.task, 64);
   const hits = store.search(terms, 60);
   const maxRank = hits.reduce((m, h) => Math.max(m, h.rank), 0);
   const lexical = new Map<string, number>(hits.map((h) => [h.templateId, maxRank > 0 ? h.rank / maxRank : 0]));

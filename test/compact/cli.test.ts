@@ -5,7 +5,7 @@ import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { registerCompact } from '../../src/cli/compact.js';
 import { isContextdError } from '../../src/util/errors.js';
-import { CORPUS_DIR } from './helpers.js';
+import { generateTranscript, writeTranscripts } from '../fixtures/transcripts.js';
 
 let dir: string;
 let out: string[];
@@ -26,7 +26,8 @@ afterEach(() => {
 async function run(...args: string[]): Promise<void> {
   const program = new Command('contextd').exitOverride();
   registerCompact(program);
-  await program.parseAsync(['node', 'contextd', 'compact', ...args]);
+  // originals are archived: into this test's own state dir, never the user's
+  await program.parseAsync(['node', 'contextd', 'compact', ...args, '--state', path.join(dir, 'state')]);
 }
 
 /** A hermes-style openai-chat transcript. */
@@ -95,9 +96,8 @@ describe('contextd compact', () => {
     expect((err as Error).message).toContain(doc.unreachable.anchors[0]!);
   });
 
-  it('compacts a real Claude Code transcript from the corpus', async () => {
-    const file = path.join(CORPUS_DIR, 'claude-code__iansherr_claude-code-log__agent-a4ca7529859c158c2.jsonl');
-    expect(fs.existsSync(file)).toBe(true);
+  it('compacts a Claude Code transcript', async () => {
+    const [file = ''] = writeTranscripts(dir, [generateTranscript('claude-code', { seed: 7, turns: 8 })]);
     await run(file, '--budget', '8000', '--reserve', '0', '--json', '--strategy', 'mask');
     const doc = JSON.parse(out.join('')) as { format: string; tokensAfter: number; tokensBefore: number };
     expect(doc.format).toBe('claude-code');

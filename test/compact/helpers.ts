@@ -1,17 +1,5 @@
-import * as fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { Message, TranscriptEvent } from '../../src/model/messages.js';
 import { SessionModel } from '../../src/model/index.js';
-
-/** The shared corpus; tests depending on it fail loudly when it is missing. */
-export const CORPUS_DIR = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
-
-export function corpusJsonl(): string[] {
-  if (!fs.existsSync(CORPUS_DIR)) throw new Error(`corpus missing at ${CORPUS_DIR}`);
-  const files = fs.readdirSync(CORPUS_DIR).filter((f) => f.endsWith('.jsonl')).sort();
-  if (files.length === 0) throw new Error(`no .jsonl files in ${CORPUS_DIR}`);
-  return files.map((f) => `${CORPUS_DIR}${f}`);
-}
 
 /** Build messages tersely: ids are assigned in order. */
 export class Script {

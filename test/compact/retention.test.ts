@@ -6,7 +6,7 @@ import { benchRetention, contextText, corpusProbes, generateSession, normalizePr
 import { readTranscriptFile } from '../../src/ingest/decoder.js';
 import { SessionModel } from '../../src/model/index.js';
 import { toChat } from '../../src/compact/render.js';
-import { CORPUS_DIR } from './helpers.js';
+import { generateTranscript, writeTranscripts } from '../fixtures/transcripts.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -27,7 +27,10 @@ describe('retention bench', () => {
   });
 
   it('takes corpus probes by rule, all present before compaction', async () => {
-    const t = await readTranscriptFile(path.join(CORPUS_DIR, 'hermes__OcarCampos_hermes-backup__20260403_124133_eb7fe372.jsonl'));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contextd-'));
+    dirs.push(dir);
+    const [file = ''] = writeTranscripts(dir, [generateTranscript('openai-chat', { seed: 3, turns: 4 })]);
+    const t = await readTranscriptFile(file);
     const model = new SessionModel({ sessionId: 'h' });
     model.applyAll(t.events);
     const probes = corpusProbes(model.messages());
@@ -40,7 +43,7 @@ describe('retention bench', () => {
   it('reports every strategy × budget, with contextd keeping at least as much as each baseline', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'contextd-'));
     dirs.push(dir);
-    fs.copyFileSync(path.join(CORPUS_DIR, 'codex__AcidicSoil_codex-session-view__rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl'), path.join(dir, 'codex.jsonl'));
+    fs.writeFileSync(path.join(dir, 'codex.jsonl'), generateTranscript('codex', { seed: 8, turns: 6 }).jsonl);
     const r = await benchRetention({ corpusDir: dir, generated: 2, turns: 30, timing: false });
     const table = r['table'] as { strategy: string; budget: number; all: number; instruction: number; goal: number; tokensSaved: number }[];
     expect(table).toHaveLength(12);

@@ -52,8 +52,10 @@ describe('extractive summarizer', () => {
 
   it('writes a pointer for a redundant output', () => {
     const text = extractiveSummary(inputOf(new Script().user('x y z w').tool('Bash', { command: 'ls' }, fileBody('a', 10)), { reason: 'redundant-tool-output', detail: { newer: 's9', except: ['line only here'] } }));
-    expect(text).toContain('Same output as newer section s9 except:');
+    expect(text).toContain('A later identical call returned the same output, except:');
     expect(text).toContain('line only here');
+    // the agent never sees section ids: a summary must not name one
+    expect(text).not.toMatch(/\bs\d+\b|section/);
   });
 });
 
@@ -130,7 +132,7 @@ describe('openai summarizer (real HTTP server)', () => {
     const ctl = new AbortController();
     const p = s.summarize(inputOf(session()), ctl.signal);
     ctl.abort(new Error('daemon closing'));
-    await expect(p).resolves.toContain('compacted as low-score');
+    await expect(p).resolves.toContain('(low-score).');
     expect(s.stats.lastFallback).toBe('daemon closing');
   });
 });

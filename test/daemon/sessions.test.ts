@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { createSummarizer, type Plan } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
+import { redactMessages } from '../../src/harvest/index.js';
 
 const dirs: string[] = [];
 const dbs: Db[] = [];
@@ -19,7 +20,7 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -34,7 +35,7 @@ function setup(opts: { full?: boolean } = {}) {
   const logger = pino({ level: 'debug' }, sink);
   const manager = new SessionManager(
     { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 },
-    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db) },
+    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
   );
   if (opts.full) {
     // A real SQLITE_FULL from here on: the file may not grow past its current size.
@@ -83,6 +84,8 @@ describe('SessionManager', () => {
     let published = 0;
     manager.on('plan', () => published++);
     const s = manager.ingest('/t/b.jsonl', 'b', 'openai-chat', events(10));
+    // Plans run from a queue after a turn of the event loop: wait for the failed one.
+    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'planning failed; will retry when the session changes')).toBe(true), { timeout: 10_000 });
     await manager.drain();
     expect(s.model.tokens()).toBeGreaterThan(10_000);
     expect(lines.some((l) => l['msg'] === 'headroom sample not stored; continuing' && l['code'] === 'STORE_FULL')).toBe(true);
@@ -124,6 +127,26 @@ describe('SessionManager', () => {
     const plan = await planned;
     manager.ingest('/t/e.jsonl', 'e', 'openai-chat', [{ type: 'reset', reason: 'compacted' }]);
     expect(() => manager.acknowledge(plan.planId, true, undefined, undefined)).toThrow(/expired/);
+    await manager.drain();
+  });
+
+  it('archives originals with secrets redacted by the template-store rules, and says what was redacted', async () => {
+    const { manager, db } = setup({ redact: true });
+    // A made-up key in the AWS access-key shape (planted in every tool output).
+    const key = 'AKIA' + 'Z7QW3ERT5YU8IOPL';
+    const planted = events(10).map((e) =>
+      e.type === 'message' && e.message.role === 'tool' ? { ...e, message: { ...e.message, text: `${e.message.text}\naws_access_key_id = ${key}` } } : e,
+    );
+    const planned = nextPlan(manager);
+    manager.ingest('/t/k.jsonl', 'k', 'openai-chat', planted);
+    const plan = await planned;
+    const rows = db.prepare('SELECT messages, redactions FROM archive').all() as { messages: string; redactions: string }[];
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.some((r) => JSON.parse(r.redactions).length > 0)).toBe(true);
+    for (const r of rows) expect(r.messages).not.toContain(key);
+    const withFindings = plan.edits.map((e) => new Archive(db).get(e.handle)).find((a) => (a?.redactions ?? []).length > 0);
+    expect(withFindings?.redactions?.[0]).toMatchObject({ rule: expect.any(String), count: expect.any(Number) });
+    expect(JSON.stringify(withFindings?.messages)).toContain('[REDACTED:');
     await manager.drain();
   });
 });

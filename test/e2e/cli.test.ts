@@ -3,7 +3,8 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'n
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI, CORPUS, runCli, spawnDaemon } from './spawn.js';
+import { generateTranscript } from '../fixtures/transcripts.js';
+import { CLI, runCli, spawnDaemon } from './spawn.js';
 import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
 
 const dirs: string[] = [];
@@ -102,16 +103,18 @@ describe('the CLI', () => {
   });
 
   it('compact: reaches the budget on a real transcript, or names the anchors in the way', async () => {
-    const f = join(CORPUS, 'hermes__OcarCampos_hermes-backup__20260418_204538_f8763f46.jsonl');
+    const f = join(temp(), 'hermes.jsonl');
+    writeFileSync(f, generateTranscript('openai-chat', { seed: 12, turns: 6 }).jsonl);
     const inspect = JSON.parse((await runCli(['inspect', f, '--json'])).stdout) as { tokens: number };
     const budget = Math.round(inspect.tokens * 0.8);
-    const out = join(temp(), 'out.jsonl');
-    const r = await runCli(['compact', f, '--budget', String(budget), '--json', '--out', out]);
+    const d = temp();
+    const out = join(d, 'out.jsonl');
+    const r = await runCli(['compact', f, '--budget', String(budget), '--json', '--out', out, '--state', join(d, 'state')]);
     expect(r.code).toBe(0);
     const res = JSON.parse(r.stdout) as { tokensAfter: number; budget: number; edits: unknown[] };
     expect(res.tokensAfter).toBeLessThanOrEqual(budget * 0.85);
     expect(res.edits.length).toBeGreaterThan(0);
-    const tiny = await runCli(['compact', f, '--budget', '200', '--json']);
+    const tiny = await runCli(['compact', f, '--budget', '200', '--json', '--state', join(d, 'state')]);
     expect(tiny.code).toBe(1);
   });
 

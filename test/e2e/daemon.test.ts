@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../../src/ipc/client.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
-import { CORPUS, runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
+import { generateTranscript } from '../fixtures/transcripts.js';
+import { runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -219,9 +220,10 @@ describe('the daemon, spawned for real', () => {
     expect((JSON.parse((await runCli(['warm', 'list', '--state', t.state, '--json'])).stdout) as { templates: unknown[] }).templates).toEqual(templatesBefore);
   });
 
-  it('follows a real corpus transcript appended line by line', async () => {
+  it('follows a hermes transcript appended line by line', async () => {
     const t = tempDir();
-    const src = join(CORPUS, 'hermes__OcarCampos_hermes-backup__20260418_204538_f8763f46.jsonl');
+    const src = join(t.dir, 'source.jsonl');
+    writeFileSync(src, generateTranscript('openai-chat', { seed: 11, turns: 5, compactAfterTurn: 3 }).jsonl);
     const corpusLines = readFileSync(src, 'utf8').split('\n').filter(Boolean);
     await startDaemon(['--watch', t.watch, '--socket', t.socket, '--state', t.state]);
     const file = join(t.watch, 'hermes.jsonl');

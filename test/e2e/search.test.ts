@@ -89,5 +89,5 @@ describe('archive.search over the socket and `contextd recall --search`', () => 
     expect((await runCli(['recall', handle, '--search', 'x', '--state', state])).code).toBe(2);
     expect((await runCli(['recall', handle, '--limit', '3', '--state', state])).code).toBe(2);
     expect((await runCli(['recall', '--search', 'x', '--limit', '99', '--state', state])).code).toBe(2);
-  });
+  }, 180_000);
 });

@@ -4,7 +4,6 @@ import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
 
 export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
-export const CORPUS = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
 
 export interface LogLine {
   level: string;
@@ -22,10 +21,12 @@ export interface SpawnedDaemon {
 }
 
 /** Start `contextd daemon ARGS` and resolve once it logs that it is running. */
-export async function spawnDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<SpawnedDaemon> {
+export async function spawnDaemon(args: readonly string[], env: NodeJS.ProcessEnv = {}, opts: { prefix?: readonly string[]; waitRunning?: boolean } = {}): Promise<SpawnedDaemon> {
   if (process.env['CONTEXTD_BUILD_FAILED']) throw new Error(`the build failed, so the e2e tests cannot run:\n${process.env['CONTEXTD_BUILD_FAILED']}`);
   if (!existsSync(CLI)) throw new Error(`${CLI} missing: the global setup builds it`);
-  const proc = spawn(process.execPath, [CLI, 'daemon', ...args], {
+  // `prefix` runs the daemon under another command (prlimit, setpriv, sh -c 'umask …').
+  const [cmd, ...cmdArgs] = [...(opts.prefix ?? []), process.execPath, CLI, 'daemon', ...args] as [string, ...string[]];
+  const proc = spawn(cmd, cmdArgs, {
     env: { ...process.env, CONTEXTD_LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -78,7 +79,7 @@ export async function spawnDaemon(args: readonly string[], env: NodeJS.ProcessEn
     });
   };
   const d: SpawnedDaemon = { proc, logs, stdout: () => out, waitForLog, exited };
-  await waitForLog((l) => l.msg === 'contextd running', 30_000, 'contextd running');
+  if (opts.waitRunning !== false) await waitForLog((l) => l.msg === 'contextd running', 30_000, 'contextd running');
   return d;
 }
 

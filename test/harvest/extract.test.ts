@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
+import { errorSignature } from '../../src/text/index.js';
 import {
   classifySession,
   commandHead,
-  errorSignature,
   extractSession,
   findRecoveries,
   loadTranscript,
@@ -12,7 +11,9 @@ import {
   userPatternCandidates,
 } from '../../src/harvest/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
-import { CORPUS_DIR, SessionBuilder, cleanup, codingSession } from './fixtures.js';
+import { corpusPath, describeCorpus } from '../fixtures/corpus.js';
+import { generateTranscript, writeTranscripts } from '../fixtures/transcripts.js';
+import { SessionBuilder, cleanup, codingSession, tempDir } from './fixtures.js';
 
 afterEach(cleanup);
 const counter = createTokenCounter();
@@ -42,6 +43,8 @@ describe('tool calls', () => {
     expect(errorSignature(JSON.stringify({ output: 'npm ERR! missing script: "deploy"', exit_code: 1 }))).toContain('missing script');
     expect(errorSignature(JSON.stringify({ output: '', exit_code: 1, error: null }))).toBeUndefined();
     expect(errorSignature('exit code 1')).toBeUndefined();
+    // Claude Code puts a bare exit code first; the line that names the problem follows.
+    expect(errorSignature("Exit code 1\nAssertionError: expected '1' to equal '2'\n    at f (src/a.ts:3:1)")).toBe('assertionerror: expected <s> to equal <s>');
     expect(errorSignature('all good')).toBeUndefined();
   });
 });
@@ -105,8 +108,25 @@ describe('recoveries are kept only when a later success confirms the fix', () =>
     expect(r[0]?.fix).toBe('patch b.ts');
   });
 
-  it('on a real corpus session every recovery is a failure confirmed by a later success of the same target', async () => {
-    const s = await loadTranscript(join(CORPUS_DIR, 'claude-code__iansherr_claude-code-log__37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl'));
+  it('in a generated Claude Code session each failing test run is recovered by the later passing run', async () => {
+    const t = generateTranscript('claude-code', { seed: 4, turns: 3 });
+    const [path] = writeTranscripts(tempDir(), [t]);
+    const calls = pairToolCalls((await loadTranscript(path ?? '')).messages);
+    expect(calls.filter((c) => c.isError)).toHaveLength(t.facts.toolErrors);
+    const recoveries = findRecoveries(calls);
+    // The same failure fixed the same way in every turn is one recovery pattern, not three.
+    expect(recoveries).toHaveLength(1);
+    for (const r of recoveries) {
+      expect(calls[r.failedAt]?.isError).toBe(true);
+      expect(calls[r.confirmedAt]?.isError).toBe(false);
+      expect(calls[r.confirmedAt]?.salient).toBe(calls[r.failedAt]?.salient);
+    }
+  });
+});
+
+describeCorpus('recoveries in a real session', () => {
+  it('every recovery is a failure confirmed by a later success of the same target', async () => {
+    const s = await loadTranscript(corpusPath('claude-code__iansherr_claude-code-log__37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl'));
     const calls = pairToolCalls(s.messages);
     const failures = calls.filter((c) => c.isError).length;
     const recoveries = findRecoveries(calls);

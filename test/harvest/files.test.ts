@@ -1,27 +1,30 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { harvestFiles, harvestSession, listTranscriptFiles, sessionFromEvents } from '../../src/harvest/index.js';
 import type { Message } from '../../src/model/messages.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { TemplateStore } from '../../src/store/templates.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { CORPUS_DIR, cleanup, codingSession, tempDir, tempStore } from './fixtures.js';
+import { generatedCorpus, generateTranscript, writeTranscripts } from '../fixtures/transcripts.js';
+import { cleanup, codingSession, tempDir, tempStore } from './fixtures.js';
 
 afterEach(cleanup);
 const deps = (store: TemplateStore) => ({ store, tokenCounter: createTokenCounter(), logger: silentLogger() });
 
 describe('harvestFiles', () => {
-  it('harvests every real corpus transcript, then skips them all on a second run', async () => {
-    const jsonl = readdirSync(CORPUS_DIR).filter((f) => f.endsWith('.jsonl'));
-    expect(jsonl.length).toBeGreaterThanOrEqual(12);
+  it('harvests every transcript of a folder, then skips them all on a second run', async () => {
+    const folder = tempDir();
+    writeTranscripts(folder, generatedCorpus());
+    const jsonl = readdirSync(folder).filter((f) => f.endsWith('.jsonl'));
+    expect(jsonl.length).toBe(generatedCorpus().length);
     const { store, db } = tempStore();
     const progress: number[] = [];
-    const first = await harvestFiles([CORPUS_DIR], deps(store), (p) => progress.push(p.done));
+    const first = await harvestFiles([folder], deps(store), (p) => progress.push(p.done));
     expect(first.files).toBe(jsonl.length);
     expect(first.failed).toEqual([]);
     expect(first.harvested + first.skipped).toBe(jsonl.length);
-    expect(first.harvested).toBeGreaterThanOrEqual(10);
+    expect(first.harvested).toBeGreaterThanOrEqual(3);
     expect(progress).toEqual(jsonl.map((_, i) => i + 1));
     expect(first.filesPerSecond).toBeGreaterThan(0);
     // Every template carries a value breakdown and at least one item.
@@ -32,7 +35,7 @@ describe('harvestFiles', () => {
       expect(['code', 'file', 'research', 'mixed']).toContain(t.taskType);
     }
     const templates = store.count();
-    const second = await harvestFiles([CORPUS_DIR], deps(store));
+    const second = await harvestFiles([folder], deps(store));
     expect(second.harvested).toBe(0);
     expect(second.skippedReasons['already-harvested']).toBe(jsonl.length);
     expect(store.count()).toBe(templates);
@@ -43,7 +46,7 @@ describe('harvestFiles', () => {
     const dir = tempDir();
     mkdirSync(join(dir, 'a', 'b'), { recursive: true });
     codingSession().writeTo(join(dir, 'a', 'b', 'one.jsonl'));
-    copyFileSync(join(CORPUS_DIR, 'claude-code__iansherr_claude-code-log__03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl'), join(dir, 'a', 'two.jsonl'));
+    writeFileSync(join(dir, 'a', 'two.jsonl'), generateTranscript('claude-code', { seed: 6 }).jsonl);
     writeFileSync(join(dir, 'a', 'bad.jsonl'), 'this is not json\n');
     writeFileSync(join(dir, 'a', 'notes.txt'), 'ignored');
     expect((await listTranscriptFiles([dir])).map((f) => f.slice(dir.length))).toEqual(['/a/b/one.jsonl', '/a/bad.jsonl', '/a/two.jsonl']);

@@ -6,12 +6,10 @@ import { seededRandom } from '../../src/util/random.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Message } from '../../src/model/messages.js';
 import { openDb, type Db } from '../../src/store/db.js';
 import { TemplateStore } from '../../src/store/templates.js';
 
-export const CORPUS_DIR = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
 
 const dirs: string[] = [];
 const dbs: Db[] = [];

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { readTranscriptFile } from '../../src/ingest/index.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
-import { corpusJsonlFiles, corpusPath, expectedFormat, jsonLines, messages } from './helpers.js';
+import { corpusJsonlFiles, corpusPath, describeCorpus } from '../fixtures/corpus.js';
+import { expectedFormat, jsonLines, messages } from './helpers.js';
 
 type Obj = Record<string, unknown>;
 const o = (v: unknown): Obj => (typeof v === 'object' && v !== null ? (v as Obj) : {});
@@ -21,7 +22,7 @@ const HERMES_02 = 'hermes__OcarCampos_hermes-backup__20260502_105844_797426.json
 const read = (name: string) => readTranscriptFile(corpusPath(name));
 const raw = (name: string) => jsonLines(readFileSync(corpusPath(name), 'utf8'));
 
-describe('every corpus transcript', () => {
+describeCorpus('every corpus transcript', () => {
   for (const name of corpusJsonlFiles()) {
     it(`${name} parses as ${expectedFormat(name)} with consistent pairing`, async () => {
       const r = await read(name);
@@ -61,7 +62,7 @@ describe('every corpus transcript', () => {
   }
 });
 
-describe('claude-code corpus', () => {
+describeCorpus('claude-code corpus', () => {
   it('emits one usage event per API message id, valued from its first line', async () => {
     for (const name of corpusJsonlFiles().filter((n) => n.startsWith('claude-code'))) {
       const r = await read(name);
@@ -145,7 +146,7 @@ describe('claude-code corpus', () => {
   });
 });
 
-describe('codex corpus', () => {
+describeCorpus('codex corpus', () => {
   it('renders user text once (response items only) and marks the environment context injected', async () => {
     const r = await read(CODEX);
     const lines = raw(CODEX);
@@ -201,7 +202,7 @@ describe('codex corpus', () => {
   });
 });
 
-describe('hermes corpus (openai-chat)', () => {
+describeCorpus('hermes corpus (openai-chat)', () => {
   it('keeps session_meta out of the messages except one tool-definition system message', async () => {
     const r18 = await read(HERMES_18);
     const metaLines = raw(HERMES_18).filter((l) => l['role'] === 'session_meta');

@@ -1,23 +1,5 @@
-import { existsSync, readdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { TranscriptFormat } from '../../src/ingest/index.js';
 import type { Message, TranscriptEvent } from '../../src/model/messages.js';
-
-/** The shared real-transcript corpus (read-only). Tests fail loudly when it is missing. */
-export const CORPUS_DIR = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
-
-export function corpusJsonlFiles(): string[] {
-  if (!existsSync(CORPUS_DIR)) throw new Error(`corpus directory missing: ${CORPUS_DIR}`);
-  const files = readdirSync(CORPUS_DIR)
-    .filter((f) => f.endsWith('.jsonl'))
-    .sort();
-  if (files.length === 0) throw new Error(`no .jsonl files in corpus ${CORPUS_DIR}`);
-  return files;
-}
-
-export function corpusPath(name: string): string {
-  return CORPUS_DIR + name;
-}
 
 /** Expected adapter format from the corpus file-name prefix (`<format>__owner_repo__name`). */
 export function expectedFormat(name: string): TranscriptFormat {

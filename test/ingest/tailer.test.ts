@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isContextdError } from '../../src/util/errors.js';
 import { readTranscriptFile, Tailer, type TailerOptions } from '../../src/ingest/index.js';
-import { corpusPath, messages } from './helpers.js';
+import { generateTranscript } from '../fixtures/transcripts.js';
+import { messages } from './helpers.js';
 import { chatLine, pause, pollUntil, Recorder } from './tailer-helpers.js';
 
 let dir: string;
@@ -186,10 +187,13 @@ describe('Tailer', () => {
     expect(texts(rec, old)).toEqual(['ancient', 'revived']);
   });
 
-  it('tails a real corpus transcript appended in chunks and matches the offline decode', async () => {
-    const src = corpusPath('claude-code__iansherr_claude-code-log__03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl');
+  it('tails a Claude Code transcript appended in chunks and matches the offline decode', async () => {
+    // A generated transcript with streaming duplicates, tool results and a compact boundary,
+    // kept under a name the tailer ignores until it is appended to a watched .jsonl file.
+    const src = join(dir, 'source.jsonl.src');
+    writeFileSync(src, generateTranscript('claude-code', { seed: 5, turns: 6, compactAfterTurn: 4 }).jsonl);
     const bytes = readFileSync(src);
-    const file = join(dir, '03eb5929.jsonl');
+    const file = join(dir, 'session.jsonl');
     const { rec, started } = startTailer();
     await started;
     for (let i = 0; i < bytes.length; i += 4000) {
@@ -199,7 +203,7 @@ describe('Tailer', () => {
     copyFileSync(src, join(dir, 'copy.jsonl.bak')); // a non-jsonl file in the tree is ignored
     const offline = await readTranscriptFile(src);
     const want = messages(offline.events).length;
-    await rec.until(() => rec.of('events', file).reduce((n, b) => n + messages(b.events).length, 0) === want, 'all corpus messages');
+    await rec.until(() => rec.of('events', file).reduce((n, b) => n + messages(b.events).length, 0) === want, 'all transcript messages');
     const live = rec.of('events', file).flatMap((b) => b.events);
     expect(live).toEqual(offline.events);
     expect(rec.of('session').map((s) => s.file)).toEqual([file]);

@@ -1,14 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
 import { TranscriptDecoder } from '../../src/ingest/decoder.js';
 import { SessionModel } from '../../src/model/index.js';
 import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
+import { transcriptSamples } from '../fixtures/samples.js';
+import { generatedCorpus } from '../fixtures/transcripts.js';
 
-const CORPUS = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
-const FILES = readdirSync(CORPUS).filter((f) => f.endsWith('.jsonl')).sort();
+const SAMPLES = transcriptSamples();
 
 /** The real tokenizer, memoized so repeated runs over the same corpus stay quick. */
 function memoCounter(): TokenCounter {
@@ -44,12 +42,11 @@ function build(bytes: Buffer, cuts: readonly number[]): SessionModel {
 }
 
 describe('the model built line by line equals the model built from the whole file', () => {
-  it('has the corpus to run on', () => {
-    expect(FILES.length).toBeGreaterThanOrEqual(10);
+  it('has transcripts to run on', () => {
+    expect(SAMPLES.length).toBeGreaterThanOrEqual(generatedCorpus().length);
   });
 
-  it.each(FILES)('%s, at random cut points', (file) => {
-    const bytes = readFileSync(join(CORPUS, file));
+  it.each(SAMPLES.map((s) => [s.name, s.bytes] as const))('%s, at random cut points', (_name, bytes) => {
     const whole = snapshot(build(bytes, []));
     fc.assert(
       fc.property(fc.array(fc.nat(bytes.length), { minLength: 1, maxLength: 40 }), (cuts) => {

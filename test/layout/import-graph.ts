@@ -31,7 +31,8 @@ export function readImportGraph(srcDir: string): ImportGraph {
 
 /**
  * Which areas (top-level folders of src/, or a root file's name) each area may import
- * besides itself. `util` and `version` (src/version.ts) may be imported by anyone.
+ * besides itself. `util`, `text` (the one home of text rules: words, paths, errors, verdicts)
+ * and `version` (src/version.ts) may be imported by anyone; `text` itself imports only util.
  */
 export interface LayoutRules {
   readonly allowed: Readonly<Record<string, readonly string[]>>;
@@ -45,9 +46,10 @@ const ALL_WIRED = ['ingest', 'model', 'compact', 'ipc', 'harvest', 'warm', 'stor
 
 /** Design §2's arrows. A new top-level folder must be placed here before it may import anything. */
 export const LAYOUT_RULES: LayoutRules = {
-  shared: ['util', 'version'],
+  shared: ['util', 'text', 'version'],
   allowed: {
     util: [],
+    text: [],
     version: [],
     // The pure base: knows nothing of ingest, compact, ipc or the store.
     model: [],
@@ -73,6 +75,7 @@ export const LAYOUT_RULES: LayoutRules = {
   },
   forbiddenExternal: {
     model: ['node:', 'fs', 'net', 'child_process', 'better-sqlite3', 'chokidar'],
+    text: ['node:fs', 'node:net', 'node:child_process', 'better-sqlite3', 'chokidar', 'tiktoken'],
     store: ['chokidar', 'node:net', 'node:child_process'],
     compact: ['node:net', 'better-sqlite3'],
   },

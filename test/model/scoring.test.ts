@@ -10,8 +10,8 @@ import {
   isDecisionText,
   Calibrator,
   isAcknowledgement,
-  looksLikeStackTrace,
 } from '../../src/model/index.js';
+import { looksLikeStackTrace } from '../../src/text/index.js';
 import { call, callMsg, prose, result, user, asst } from './helpers.js';
 
 describe('density', () => {

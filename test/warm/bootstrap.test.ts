@@ -5,16 +5,39 @@ import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS } from '../../src/model/tok
 import { TemplateStore } from '../../src/store/templates.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { bootstrap, recordOutcome, selectTemplates, testTemplate } from '../../src/warm/index.js';
-import { CORPUS_DIR, SessionBuilder, cleanup, codingSession, tempStore } from '../harvest/fixtures.js';
+import { CORPUS_DIR, describeCorpus } from '../fixtures/corpus.js';
+import { generatedCorpus, writeTranscripts } from '../fixtures/transcripts.js';
+import { SessionBuilder, cleanup, codingSession, tempDir, tempStore } from '../harvest/fixtures.js';
 
 const counter = createTokenCounter();
 const deps = (store: TemplateStore) => ({ store, tokenCounter: counter, logger: silentLogger() });
 
-describe('bootstrap over the real corpus', () => {
+describe('bootstrap over generated sessions', () => {
+  it('never exceeds the token budget, counted with the same TokenCounter (property)', async () => {
+    const dir = tempDir();
+    writeTranscripts(dir, generatedCorpus());
+    const { store } = tempStore();
+    const summary = await harvestFiles([dir], deps(store));
+    expect(summary.failed).toEqual([]);
+    expect(summary.harvested).toBeGreaterThan(0);
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom('fix', 'date', 'parser', 'offset', 'widgets', 'test', 'zone', 'the'), { minLength: 1, maxLength: 10 }), fc.integer({ min: 1, max: 3000 }), fc.option(fc.constantFrom('acme/dateparse', 'octo/widgets', 'acme/none')), (task, budget, repo) => {
+        const r = bootstrap({ task: task.join(' '), budgetTokens: budget, repo: repo ?? undefined }, { store, tokenCounter: counter });
+        const recount = r.messages.reduce((n, m) => n + counter.count(m.content) + MESSAGE_OVERHEAD_TOKENS, 0);
+        expect(r.tokens).toBe(recount);
+        expect(r.tokens).toBeLessThanOrEqual(budget);
+      }),
+      { numRuns: 60 },
+    );
+    cleanup();
+  });
+});
+
+describeCorpus('bootstrap over the real corpus', () => {
   let store: TemplateStore;
   beforeAll(async () => {
     store = tempStore().store;
-    const summary = await harvestFiles([CORPUS_DIR], deps(store));
+    const summary = await harvestFiles([CORPUS_DIR ?? ''], deps(store));
     expect(summary.failed).toEqual([]);
     expect(summary.harvested).toBeGreaterThanOrEqual(10);
   });

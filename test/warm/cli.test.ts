@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { registerWarm } from '../../src/cli/warm.js';
 import { isContextdError } from '../../src/util/errors.js';
 import { resolveStateDir, stateDbPath } from '../../src/warm/index.js';
-import { CORPUS_DIR, cleanup, tempDir } from '../harvest/fixtures.js';
+import { generateTranscript, writeTranscripts } from '../fixtures/transcripts.js';
+import { cleanup, tempDir } from '../harvest/fixtures.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -32,8 +33,11 @@ async function run(...args: string[]): Promise<string> {
 describe('contextd warm CLI', () => {
   it('harvests, lists, shows, bootstraps, tests, exports, imports and deletes', async () => {
     const state = join(tempDir(), 'state');
-    const file = join(CORPUS_DIR, 'codex__AcidicSoil_codex-session-view__rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl');
-    const harvest = JSON.parse(await run('harvest', file, join(CORPUS_DIR, 'hermes__OcarCampos_hermes-backup__20260403_124133_eb7fe372.jsonl'), '--state', state, '--json')) as {
+    const [file, otherFile] = writeTranscripts(tempDir(), [
+      generateTranscript('codex', { seed: 1, repo: 'acme/dateparse', task: 'Wire LM Studio into the local chat handler of acme/dateparse and fix the failing date parser test.' }),
+      generateTranscript('openai-chat', { seed: 2, repo: 'octo/widgets', task: 'Rename the widget registry in octo/widgets and update its tests.' }),
+    ]);
+    const harvest = JSON.parse(await run('harvest', file ?? '', otherFile ?? '', '--state', state, '--json')) as {
       files: number;
       harvested: number;
       filesPerSecond: number;
@@ -48,15 +52,15 @@ describe('contextd warm CLI', () => {
     expect(list.templates.map((t) => t.id).sort()).toEqual([...harvest.templates].sort());
     const human = await run('list', '--state', state);
     expect(human.split('\n')[0]).toMatch(/^id\s+name\s+type\s+sessions\s+usage\s+success$/);
-    const id = list.templates.find((t) => t.name.startsWith('finish up'))?.id ?? '';
+    const id = list.templates.find((t) => t.name.startsWith('Wire LM Studio'))?.id ?? '';
     expect(id).not.toBe('');
 
     const show = JSON.parse(await run('show', id, '--state', state, '--json')) as { id: string; repo: string; items: unknown[] };
-    expect(show).toMatchObject({ id, repo: 'AcidicSoil/chatbot-ui' });
+    expect(show).toMatchObject({ id, repo: 'acme/dateparse' });
     expect(show.items.length).toBeGreaterThan(0);
     expect(await run('show', id, '--state', state)).toContain('markers:');
 
-    const boot = JSON.parse(await run('bootstrap', 'wire LM Studio into the local chat handler', '--repo', 'AcidicSoil/chatbot-ui', '--budget', '600', '--state', state, '--json')) as {
+    const boot = JSON.parse(await run('bootstrap', 'wire LM Studio into the local chat handler', '--repo', 'acme/dateparse', '--budget', '600', '--state', state, '--json')) as {
       templateIds: string[];
       tokens: number;
       messages: { role: string; content: string }[];
@@ -83,7 +87,8 @@ describe('contextd warm CLI', () => {
 
   it('usage errors: unknown template, bad budget, missing state', async () => {
     const state = join(tempDir(), 'state');
-    await run('harvest', join(CORPUS_DIR, 'claude-code__iansherr_claude-code-log__03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl'), '--state', state, '--json');
+    const [file] = writeTranscripts(tempDir(), [generateTranscript('claude-code', { seed: 3 })]);
+    await run('harvest', file ?? '', '--state', state, '--json');
     await expect(run('show', 't-000000000000', '--state', state)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'USAGE'));
     await expect(run('delete', 't-000000000000', '--state', state)).rejects.toThrow(/no template/);
     await expect(run('bootstrap', 'x', '--budget', '-3', '--state', state)).rejects.toThrow(/--budget must be a positive integer/);

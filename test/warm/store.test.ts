@@ -5,7 +5,8 @@ import { harvestSession } from '../../src/harvest/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { openDb } from '../../src/store/db.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
-import { TemplateStore, allPatterns, classifyTaskText, hammingDistance, termsOf } from '../../src/store/templates.js';
+import { TemplateStore, allPatterns, hammingDistance } from '../../src/store/templates.js';
+import { classifyTaskText, searchTerms as termsOf } from '../../src/text/index.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { SessionBuilder, cleanup, codingSession, tempDir, tempStore, trackDb } from '../harvest/fixtures.js';
 

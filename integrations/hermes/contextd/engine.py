@@ -161,6 +161,8 @@ class ContextdEngine(ContextEngine):
         self._try("session end", end)
         if session_id == self._session_id:
             self._session_id = None
+        if self._client is not None:
+            self._client.close()  # the next session reconnects
 
     # ------------------------------------------------------------------ token state
 

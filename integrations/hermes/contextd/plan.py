@@ -176,31 +176,41 @@ class Overlay:
         self.summary_keys.clear()
 
     def is_summary(self, message: Message) -> bool:
+        content = message.get("content")
+        # Every summary quotes its recall handle: only those are worth fingerprinting.
+        if not self.summary_keys or not isinstance(content, str) or "[contextd recall " not in content:
+            return False
         return fingerprint(message) in self.summary_keys
 
     def apply(self, messages: Sequence[Message]) -> List[Message]:
         out = list(messages)
         if not self._entries:
             return out
+        prints = [fingerprint(m) for m in out]
         for keys, summary in self._entries:
             n = len(keys)
             if n == 0 or n > len(out):
                 continue
-            prints = [fingerprint(m) for m in out]
             for i in range(len(out) - n + 1):
-                if tuple(prints[i : i + n]) == keys:
+                if prints[i] == keys[0] and tuple(prints[i : i + n]) == keys:
                     out[i : i + n] = [dict(summary)]
+                    prints[i : i + n] = [fingerprint(summary)]
                     break
         return out
 
 
 def plain_fallback(messages: Sequence[Message], budget_tokens: int) -> Tuple[List[Message], int]:
-    """Without the daemon: drop the oldest unprotected messages (a tool call with its results as
-    one group) until the rough count fits ``budget_tokens``; a note says how many were left out.
+    """Without the daemon: drop the oldest messages (a tool call with its results as one group;
+    never a system prompt, the first or the latest user message) until the rough count fits
+    ``budget_tokens``; a note says how many were left out.
     Returns the list and the number of messages dropped (0: returned unchanged)."""
     if budget_tokens <= 0 or estimate_tokens(messages) <= budget_tokens:
         return list(messages), 0
     protected = protected_indexes(messages)
+    # The plain trim cannot tell instructions from chat: it keeps the first user message too.
+    first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
+    if first_user is not None:
+        protected.add(first_user)
     groups: List[List[int]] = []
     owner: Dict[str, int] = {}
     for i, m in enumerate(messages):

@@ -1,20 +1,20 @@
 /**
- * `redundant-tool-output`: an older tool result that a newer result of the same tool
- * (same command, or near-identical output) repeats. The newest is kept; the older becomes
- * a pointer "same as <newer> except …".
+ * `redundant-tool-output`: an older tool result that a newer result of the same call repeats
+ * — same invocation (tool + command or arguments) AND near-identical output. Distinct calls
+ * whose outputs happen to read alike (17 different patches all answering "Success. Updated
+ * the following files: M a.ts") are not redundant: what each changed is different. The newest
+ * is kept; the older becomes a pointer "a later identical call returned the same output except …".
  */
 import type { Message } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import { toolAction } from '../../model/toolargs.js';
-import { jaccard } from '../text.js';
+import { jaccard } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList, memoMessage } from '../memo.js';
 import { callsOf, isCompactable, lineSet, memoMessages } from './util.js';
 
-/** Same-command outputs at least this similar (line Jaccard) are redundant. */
+/** Same-call outputs at least this similar (line Jaccard) are redundant. */
 export const SAME_KEY_SIMILARITY = 0.5;
-/** Outputs of different invocations of one tool at least this similar are redundant. */
-export const ANY_KEY_SIMILARITY = 0.85;
 /** Outputs smaller than this are not worth a pointer. */
 export const MIN_TOKENS = 40;
 /** How many newer outputs of the same tool each output is compared with. */
@@ -123,8 +123,8 @@ export const redundantToolOutput: Detector = {
         let best: { entry: Entry; sim: number } | undefined;
         for (let j = list.length - 1; j > i && j >= list.length - WINDOW - i; j--) {
           const newer = list[j];
-          if (!newer) continue;
-          const sim = similarityAtLeast(older.lines, newer.lines, newer.key === older.key ? SAME_KEY_SIMILARITY : ANY_KEY_SIMILARITY);
+          if (!newer || newer.key !== older.key) continue;
+          const sim = similarityAtLeast(older.lines, newer.lines, SAME_KEY_SIMILARITY);
           const ok = sim >= 0;
           if (ok && (!best || sim > best.sim)) best = { entry: newer, sim };
         }

@@ -2,7 +2,8 @@
  * `stale-read`: a file read whose content a later read or edit of the same path supersedes.
  * Paths come from tool arguments (Read/view/open/cat/head/sed -n …; Edit/Write/apply_patch/sed -i …).
  */
-import { canonicalPath, samePath, toolAction } from '../../model/toolargs.js';
+import { toolAction } from '../../model/toolargs.js';
+import { canonicalPath, samePath } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import type { Message } from '../../model/messages.js';
 import { memoList } from '../memo.js';

@@ -2,9 +2,10 @@
  * `verbose-error-trace`: a long stack trace. The summary keeps the exception line, the first
  * frame in project code (not node_modules / site-packages / runtime internals) and the outcome.
  */
-import { countFrames, extractErrorLines, isFrameLine, isProjectFrame } from '../text.js';
+import { countFrames, extractErrorLines, isFrameLine, isProjectFrame } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList } from '../memo.js';
+import { toolOutcome } from '../outcome.js';
 import { isCompactable, memoMessages, textOf } from './util.js';
 
 /** A trace needs at least this many frame lines to be verbose. */
@@ -32,6 +33,9 @@ export const verboseErrorTrace: Detector = {
     for (const s of ctx.sections) {
       if (!isCompactable(s) || s.tokens < MIN_TOKENS) continue;
       const essentials = memoList(msgsOf(s), 'trace-essentials', (ms) => {
+        // a tool run that succeeded is not an error trace, whatever its output prints
+        const results = ms.filter((m) => m.role === 'tool');
+        if (results.length > 0 && !results.some((m) => toolOutcome(m).failed)) return null;
         const text = textOf(ms);
         return countFrames(text) < MIN_FRAMES ? null : traceEssentials(text);
       });

@@ -6,7 +6,7 @@
  * URLs, identifiers, and the conclusion (last sentences) of the assistant's reasoning.
  * Output is bounded by `maxTokens` (≈ 3.5 chars per token).
  */
-import type { Message } from '../../model/messages.js';
+import type { Message, ToolCall } from '../../model/messages.js';
 import { traceEssentials } from '../detectors/verbose-error-trace.js';
 import {
   clip,
@@ -19,9 +19,10 @@ import {
   extractUrls,
   lastSentences,
   sentences,
-} from '../text.js';
+  stripDanglingRefs,
+} from '../../text/index.js';
+import { describeCall, describeEdits, describeOutcome, editGists, resultText, toolOutcome } from '../outcome.js';
 import { toolAction } from '../../model/toolargs.js';
-import { finalErrorLine } from '../survival.js';
 import { isConversational, spanSummary } from './span.js';
 import type { Summarizer, SummarizeInput } from '../types.js';
 
@@ -29,12 +30,13 @@ export const DEFAULT_SUMMARY_TOKENS = 300;
 export const CHARS_PER_TOKEN = 3.5;
 
 /** Groups in the order they are printed. */
-const GROUPS = ['pointer', 'user', 'errors', 'ran', 'paths', 'values', 'refs', 'conclusion'] as const;
+const GROUPS = ['pointer', 'user', 'errors', 'edits', 'ran', 'paths', 'values', 'refs', 'conclusion'] as const;
 type Group = (typeof GROUPS)[number];
 const LABEL: Record<Group, string> = {
   pointer: '',
   user: 'User said',
   errors: 'Errors',
+  edits: 'Edits',
   ran: 'Ran',
   paths: 'Paths',
   values: 'Values',
@@ -62,25 +64,56 @@ export function collectFacts(input: SummarizeInput): Fact[] {
   };
   let pos = 0;
   const add = (group: Group, text: string, priority: number): void => {
-    const t = text.trim();
+    // never point at text the reader no longer has ("see above")
+    const t = stripDanglingRefs(text.trim());
     if (t.length === 0) return;
     facts.push({ group, text: t, priority: priority + (mentioned(t) ? 40 : 0), pos: pos++ });
   };
   const d = input.detail ?? {};
-  if (input.reason === 'redundant-tool-output' && typeof d['newer'] === 'string') {
+  if (input.reason === 'redundant-tool-output') {
     const except = Array.isArray(d['except']) ? (d['except'] as unknown[]).filter((x): x is string => typeof x === 'string') : [];
-    add('pointer', `Same output as newer section ${d['newer']}${except.length ? ' except:' : '.'}`, 100);
+    add('pointer', `A later identical call returned the same output${except.length ? ', except:' : '.'}`, 100);
     for (const e of except) add('pointer', `  ${clip(e, 160)}`, 55);
   }
   if (input.reason === 'stale-read' && Array.isArray(d['paths'])) {
-    add('pointer', `Earlier read of ${(d['paths'] as unknown[]).join(', ')}; superseded by a later read or edit (${(d['supersededBy'] as unknown[] | undefined)?.join(', ') ?? ''}).`, 100);
+    add('pointer', `Earlier read of ${(d['paths'] as unknown[]).join(', ')}; the file was read again or edited later.`, 100);
   }
+  const calls = new Map<string, ToolCall>();
+  for (const m of input.messages) for (const c of m.toolCalls ?? []) calls.set(c.id, c);
   const lastAssistant = [...input.messages].reverse().find((m) => m.role === 'assistant' && m.text.trim().length > 0);
-  for (const m of input.messages) messageFacts(m, add, m === lastAssistant, mentioned);
+  for (const m of input.messages) messageFacts(m, add, m === lastAssistant, mentioned, calls);
   return facts;
 }
 
-function messageFacts(m: Message, add: (g: Group, t: string, p: number) => void, isLastAssistant: boolean, mentioned: (t: string) => boolean): void {
+/** The note that stands for images a summary replaces: `[2 images omitted — recall h_…]`. */
+export function imageNote(count: number, handle: string | undefined): string {
+  const what = count === 1 ? 'image' : `${count} images`;
+  return handle ? `[${what} omitted — recall ${handle}]` : `[${what} omitted]`;
+}
+
+type Add = (g: Group, t: string, p: number) => void;
+
+/** Facts of a tool result: how it ended; error details only when it failed. */
+function toolResultFacts(m: Message, add: Add, call: ToolCall | undefined): void {
+  const o = toolOutcome(m);
+  const name = call ? describeCall(call) : (m.toolName ?? 'tool call');
+  const edits = call ? editGists(call) : [];
+  if (!o.failed) {
+    const said = describeOutcome(o);
+    // a successful edit is told by its gist; a successful command by its status and verdict
+    if (said && edits.length === 0) add('ran', `${name} → ${said}`, o.verdict ? 82 : 48);
+    return;
+  }
+  // one line says what failed and how; the assertion or exception follows when room allows
+  const head = `${name} failed${o.exitCode !== undefined ? ` (exit ${o.exitCode})` : ''}`;
+  const first = o.verdict ?? o.assertions[0] ?? o.error;
+  add('errors', first !== undefined ? `${head}: ${first}` : head, 88);
+  o.assertions.forEach((a, i) => add('errors', a, 86 - i));
+  if (o.error) add('errors', o.error, 84);
+  if (o.frame) add('errors', o.frame, 62);
+}
+
+function messageFacts(m: Message, add: Add, isLastAssistant: boolean, mentioned: (t: string) => boolean, calls: ReadonlyMap<string, ToolCall>): void {
   const text = m.text ?? '';
   if (m.role === 'user' || m.role === 'system') {
     for (const c of extractConstraints(text)) add('user', clip(c, 240), 90);
@@ -90,28 +123,37 @@ function messageFacts(m: Message, add: (g: Group, t: string, p: number) => void,
   if (m.toolCalls) {
     for (const c of m.toolCalls) {
       const a = toolAction(c);
-      if (a.command) add('ran', `\`${clip(a.command.replace(/\s+/g, ' '), 140)}\``, 50);
+      const edits = describeEdits(c);
+      if (edits.length > 0) for (const e of edits) add('edits', clip(e, 240), 80);
+      else if (a.command) add('ran', describeCall(c), 50);
       else add('ran', `${c.name}(${clip(c.arguments.replace(/\s+/g, ' '), 100)})`, 35);
-      if (a.writes.length) add('paths', `edited ${a.writes.join(', ')}`, 65);
+      if (a.writes.length && edits.length === 0) add('paths', `edited ${a.writes.join(', ')}`, 65);
       if (a.reads.length) add('paths', `read ${a.reads.join(', ')}`, 45);
     }
   }
-  if (m.role === 'tool' && m.isError) {
-    add('errors', `${m.toolName ?? 'tool'} failed`, 30);
-    const outcome = finalErrorLine(m);
-    if (outcome) add('errors', clip(outcome, 240), 82);
-  }
-  const body = `${m.reasoning ?? ''}\n${text}`;
-  if (countFrames(body) >= 3) {
-    const t = traceEssentials(body);
-    if (t.exception) add('errors', clip(t.exception, 240), 85);
-    if (t.projectFrame) add('errors', clip(t.projectFrame, 200), 60);
-    if (t.last && t.last !== t.exception) add('errors', clip(t.last, 200), 62);
+  if (m.role === 'tool') {
+    toolResultFacts(m, add, m.toolCallId !== undefined ? calls.get(m.toolCallId) : undefined);
+    if (toolOutcome(m).failed) {
+      const body = resultText(m);
+      if (countFrames(body) >= 3) {
+        const t = traceEssentials(body);
+        if (t.projectFrame) add('errors', clip(t.projectFrame, 200), 60);
+      }
+    }
   } else {
-    const errs = extractErrorLines(body);
-    // final error lines matter most
-    errs.forEach((e, i) => add('errors', clip(e, 240), i >= errs.length - 2 ? 80 : 40));
+    const body = `${m.reasoning ?? ''}\n${text}`;
+    if (countFrames(body) >= 3) {
+      const t = traceEssentials(body);
+      if (t.exception) add('errors', clip(t.exception, 240), 85);
+      if (t.projectFrame) add('errors', clip(t.projectFrame, 200), 60);
+      if (t.last && t.last !== t.exception) add('errors', clip(t.last, 200), 62);
+    } else {
+      const errs = extractErrorLines(body);
+      // final error lines matter most
+      errs.forEach((e, i) => add('errors', clip(e, 240), i >= errs.length - 2 ? 80 : 40));
+    }
   }
+  const body = m.role === 'tool' ? resultText(m) : `${m.reasoning ?? ''}\n${text}`;
   // the first few of a long dump, plus any a later turn or the goal mentions
   extractConfigValues(body).forEach((v, i) => (i < 60 || mentioned(v.text)) && add('values', clip(v.text, 140), m.role === 'tool' ? 30 : 55));
   extractPaths(body).forEach((p, i) => (i < 40 || mentioned(p)) && add('paths', p, m.role === 'tool' ? 15 : 42));
@@ -126,7 +168,8 @@ function messageFacts(m: Message, add: (g: Group, t: string, p: number) => void,
 
 /** Render facts within `maxChars`, highest priority first, printed by group. */
 export function renderFacts(facts: readonly Fact[], maxChars: number, header: string): string {
-  const sorted = [...facts].sort((a, b) => b.priority - a.priority || a.pos - b.pos);
+  // equal priority: the later fact first (the last edit, the final verdict matter most)
+  const sorted = [...facts].sort((a, b) => b.priority - a.priority || b.pos - a.pos);
   const chosen: Fact[] = [];
   const seen = new Set<string>();
   let used = header.length;
@@ -156,18 +199,20 @@ function renderChosen(chosen: readonly Fact[], header: string): string {
     const items = chosen.filter((f) => f.group === g).sort((a, b) => a.pos - b.pos);
     if (items.length === 0) continue;
     if (g === 'pointer') lines.push(...items.map((i) => i.text));
-    else if (g === 'errors' || g === 'user' || g === 'conclusion' || g === 'values') lines.push(`${LABEL[g]}:`, ...items.map((i) => `- ${i.text}`));
+    else if (g === 'errors' || g === 'edits' || g === 'user' || g === 'conclusion' || g === 'values') lines.push(`${LABEL[g]}:`, ...items.map((i) => `- ${i.text}`));
     else lines.push(`${LABEL[g]}: ${items.map((i) => i.text).join('; ')}`);
   }
   return lines.join('\n');
 }
 
-/** Describe what was replaced: "3 sections (tool-call ×2, reasoning)". */
+/** Describe what was replaced by kind, without internal ids: "Compacted tool-call ×2, reasoning (low-score)." */
 export function describeSections(input: SummarizeInput): string {
   const kinds = new Map<string, number>();
   for (const s of input.sections) kinds.set(s.kind, (kinds.get(s.kind) ?? 0) + 1);
   const parts = [...kinds].map(([k, n]) => (n > 1 ? `${k} ×${n}` : k));
-  return `${input.sections.length} section${input.sections.length === 1 ? '' : 's'} (${parts.join(', ')}) compacted as ${input.reason}.`;
+  // omitted images are always noted (they are part of the header, outside the fact budget)
+  const images = input.messages.reduce((n, m) => n + (m.imageCount ?? 0), 0);
+  return `Compacted ${parts.join(', ')} (${input.reason}).${images > 0 ? ` ${imageNote(images, input.handle)}` : ''}`;
 }
 
 /**

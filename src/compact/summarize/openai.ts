@@ -6,7 +6,7 @@
 import type { Message } from '../../model/messages.js';
 import { describeError } from '../../util/errors.js';
 import type { Logger } from '../../util/logger.js';
-import { clip } from '../text.js';
+import { clip } from '../../text/index.js';
 import type { Summarizer, SummarizeInput } from '../types.js';
 import { DEFAULT_SUMMARY_TOKENS, extractiveSummary } from './extractive.js';
 

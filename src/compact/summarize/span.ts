@@ -19,7 +19,7 @@
  * date resolved from one.
  */
 import type { Message } from '../../model/messages.js';
-import { STOPWORDS } from '../../model/text.js';
+import { STOPWORDS } from '../../text/index.js';
 import type { SummarizeInput } from '../types.js';
 
 const CHARS_PER_TOKEN = 3.5;
@@ -220,6 +220,21 @@ function linesOf(messages: readonly Message[]): Line[] {
 /** One sentence at a compression step; `said` holds the lowercased words printed so far. */
 function compressSentence(s: string, step: number, said: Set<string>): string {
   if (step === 0) return s;
+  // a resolved date is printed whole: "(the week before 8 May 2023)" means nothing cut short
+  const parts = s.split(RESOLVED_RE);
+  if (parts.length > 1) {
+    return parts
+      .map((p, i) => (i % 2 === 1 ? p : compressWords(p, step, said)))
+      .filter((p) => p.length > 0)
+      .join(' ');
+  }
+  return compressWords(s, step, said);
+}
+
+/** A date `resolveDates` added, kept whole by every compression step. */
+const RESOLVED_RE = /(\((?:the (?:week|weekend) (?:before|after|of) )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}\))/;
+
+function compressWords(s: string, step: number, said: Set<string>): string {
   const ws = wordsOf(s);
   const kept: string[] = [];
   for (const w of ws) {

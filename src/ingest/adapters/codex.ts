@@ -16,6 +16,7 @@ import {
   argsString,
   arr,
   isObject,
+  jsonExitCode,
   jsonResultFailed,
   num,
   obj,
@@ -45,6 +46,7 @@ interface ToolOutput {
   text: string;
   isError: boolean;
   imageCount: number;
+  exitCode?: number;
 }
 
 /** Decode a Codex tool output: JSON `{output, metadata}`, an MCP content array, or plain text. */
@@ -52,7 +54,8 @@ export function decodeCodexOutput(output: unknown): ToolOutput {
   if (typeof output === 'string') {
     const j = tryJson(output);
     if (isObject(j) && typeof j['output'] === 'string') {
-      return { text: j['output'], isError: jsonResultFailed(j), imageCount: 0 };
+      const exitCode = jsonExitCode(j);
+      return { text: j['output'], isError: jsonResultFailed(j), imageCount: 0, ...(exitCode !== undefined ? { exitCode } : {}) };
     }
     if (Array.isArray(j)) {
       const { text, imageCount } = partsText(j);
@@ -225,7 +228,7 @@ class CodexAdapter implements TranscriptAdapter {
       case 'function_call_output':
       case 'custom_tool_call_output': {
         const callId = str(item['call_id']);
-        const { text, isError, imageCount } = decodeCodexOutput(item['output']);
+        const { text, isError, imageCount, exitCode } = decodeCodexOutput(item['output']);
         const toolName = callId !== undefined ? this.callNames.get(callId) : undefined;
         this.emit(
           {
@@ -235,6 +238,7 @@ class CodexAdapter implements TranscriptAdapter {
             ...(callId !== undefined ? { toolCallId: callId } : {}),
             ...(toolName !== undefined ? { toolName } : {}),
             ...(isError ? { isError: true } : {}),
+            ...(exitCode !== undefined ? { exitCode } : {}),
             ...(imageCount > 0 ? { imageCount } : {}),
             ...ts,
           },

@@ -115,8 +115,13 @@ export function jsonResultFailed(o: JsonObject): boolean {
   const err = o['error'];
   if (err !== undefined && err !== null && err !== false && err !== '') return true;
   if (o['success'] === false) return true;
-  const exit = num(o['exit_code']) ?? num(obj(o['metadata'])?.['exit_code']);
+  const exit = jsonExitCode(o);
   return exit !== undefined && exit !== 0;
+}
+
+/** The exit status a JSON tool result records (`exit_code`, or `metadata.exit_code`). */
+export function jsonExitCode(o: JsonObject): number | undefined {
+  return num(o['exit_code']) ?? num(obj(o['metadata'])?.['exit_code']);
 }
 
 /** Plain-text tool output that reports a failure (Codex sandbox refusals, tool-call errors). */

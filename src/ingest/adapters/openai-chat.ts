@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import type { TranscriptAdapter } from '../types.js';
 import type { Message, Role, ToolCall, TranscriptEvent } from '../../model/messages.js';
-import { argsString, arr, isObject, jsonResultFailed, obj, parseTimestamp, partsText, str, textResultFailed, tryJson, type JsonObject, withSourceOffset } from './common.js';
+import { argsString, arr, isObject, jsonExitCode, jsonResultFailed, obj, parseTimestamp, partsText, str, textResultFailed, tryJson, type JsonObject, withSourceOffset } from './common.js';
 
 const COMPACTION_PREFIX = '[CONTEXT COMPACTION';
 const INJECTED_USER_PREFIXES = ['[The user sent an image', '[The user sent a voice', '[The user sent a file', '[SYSTEM:'];
@@ -144,6 +144,8 @@ class OpenAIChatAdapter implements TranscriptAdapter {
       if (name !== undefined) base.toolName = name;
       const j = tryJson(text);
       if (isObject(j) ? jsonResultFailed(j) : textResultFailed(text)) base.isError = true;
+      const exitCode = isObject(j) ? jsonExitCode(j) : undefined;
+      if (exitCode !== undefined) base.exitCode = exitCode;
     } else if (role === 'user' && base.isSummary !== true) {
       const t = text.trimStart();
       if (INJECTED_USER_PREFIXES.some((p) => t.startsWith(p))) base.injected = true;

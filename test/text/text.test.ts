@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { extractConfigValues, extractConstraints, extractErrorLines, extractPaths, extractUrls, fnv1a64, isProjectFrame } from '../../src/compact/text.js';
+import { extractConfigValues, extractConstraints, extractErrorLines, extractPaths, extractUrls, fnv1a64, isProjectFrame } from '../../src/text/index.js';
 import { toolAction } from '../../src/model/toolargs.js';
 import { keyFacts, ensureSurvival } from '../../src/compact/survival.js';
 import { repairPairs, renderText } from '../../src/compact/render.js';

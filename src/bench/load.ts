@@ -1,0 +1,137 @@
+/**
+ * Load: N sessions appended at R lines/s each for D seconds while the daemon plans (a client
+ * subscribed to every session applies each plan), and a second client asks `daemon.status`
+ * every 100 ms. Reports the daemon's RSS (peak, at the end of the load, and after the sessions
+ * went idle and were harvested) and the status latency (p50/p99/max).
+ */
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ContextdClient, type WirePlan } from '../ipc/client.js';
+import { demoTranscript } from '../demo/transcript.js';
+import { peakRssMiB, rssMiB, startDaemonProcess, summarize } from './harness.js';
+
+export interface LoadOptions {
+  readonly sessions?: number;
+  readonly linesPerSecond?: number;
+  readonly durationSeconds?: number;
+  /** Seconds to wait after the load for idle harvest and release (default 20). */
+  readonly idleSeconds?: number;
+  readonly budgetTokens?: number;
+  /** Another build's CLI entry (to measure before/after); default this build. */
+  readonly cli?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function benchLoad(options: LoadOptions = {}): Promise<Record<string, unknown>> {
+  const sessions = options.sessions ?? 50;
+  const rate = options.linesPerSecond ?? 20;
+  const duration = options.durationSeconds ?? 60;
+  const idleSeconds = options.idleSeconds ?? 20;
+  const budget = options.budgetTokens ?? 64_000;
+  const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-load-'));
+  const watch = join(dir, 'sessions');
+  mkdirSync(watch);
+  const socketPath = join(dir, 's.sock');
+  // Enough distinct lines for the whole run, per session (ids made unique per lap).
+  const perSession = rate * duration;
+  const sources: string[][] = [];
+  const files: string[] = [];
+  for (let i = 0; i < sessions; i++) {
+    const variant = String.fromCharCode(97 + (i % 26));
+    const base = demoTranscript({ rounds: 40, variant });
+    const out: string[] = [];
+    for (let lap = 0; out.length < perSession + 1; lap++) {
+      for (const l of base) {
+        out.push(JSON.stringify({ ...l, tool_call_id: l.tool_call_id ? `${l.tool_call_id}_${lap}` : undefined, tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_${lap}` })) }));
+      }
+    }
+    sources.push(out);
+    const f = join(watch, `load-${i}.jsonl`);
+    writeFileSync(f, `${out[0]}\n`);
+    files.push(f);
+  }
+  const config = join(dir, 'config.json');
+  writeFileSync(config, JSON.stringify({ logLevel: 'warn', idleTimeoutMs: Math.max(2_000, Math.floor((idleSeconds * 1000) / 3)) }));
+  const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', socketPath, '--state', join(dir, 'state'), '--budget', String(budget)], 120_000, options.cli);
+  const pid = daemon.proc.pid as number;
+  const statusMs: number[] = [];
+  const rss: number[] = [];
+  let plans = 0;
+  let applied = 0;
+  let rssAtEnd = Number.NaN;
+  let rssIdle = Number.NaN;
+  let sessionsAfterIdle = Number.NaN;
+  try {
+    const agent = new ContextdClient({ socketPath, clientInfo: { name: 'bench-agent', version: '1' }, reconnect: false });
+    await agent.connect();
+    for (const f of files) {
+      for (let tries = 0; ; tries++) {
+        try {
+          await agent.subscribe({ transcriptPath: f });
+          break;
+        } catch (err) {
+          if (tries > 200) throw err;
+          await sleep(50);
+        }
+      }
+    }
+    agent.on('compaction.proposed', (plan: WirePlan) => {
+      plans++;
+      agent.ack({ planId: plan.planId, applied: true }).then(
+        () => applied++,
+        () => undefined, // superseded or expired meanwhile: the next plan follows
+      );
+    });
+    const watcher = new ContextdClient({ socketPath, clientInfo: { name: 'bench-status', version: '1' }, reconnect: false });
+    await watcher.connect();
+    let running = true;
+    const statusLoop = (async () => {
+      while (running) {
+        const t0 = performance.now();
+        await watcher.status();
+        statusMs.push(performance.now() - t0);
+        await sleep(100);
+      }
+    })();
+    const rssTimer = setInterval(() => rss.push(rssMiB(pid)), 1_000);
+    const started = performance.now();
+    let written = 1;
+    // One tick every 1000/rate ms appends one line to every session.
+    while (written <= perSession) {
+      for (let i = 0; i < sessions; i++) appendFileSync(files[i] as string, `${sources[i]?.[written] ?? ''}\n`);
+      written++;
+      const due = started + (written * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+    }
+    const loadSeconds = (performance.now() - started) / 1000;
+    running = false;
+    await statusLoop;
+    rssAtEnd = rssMiB(pid);
+    clearInterval(rssTimer);
+    await agent.close();
+    // Idle: nobody subscribed, no appends; idle harvest frees the session models.
+    await sleep(idleSeconds * 1000);
+    rssIdle = rssMiB(pid);
+    sessionsAfterIdle = (await watcher.status()).sessions.length;
+    await watcher.close();
+    const peak = peakRssMiB(pid);
+    return {
+      sessions,
+      linesPerSecondPerSession: rate,
+      durationSeconds: duration,
+      loadSeconds: Math.round(loadSeconds * 10) / 10,
+      budgetTokens: budget,
+      plansPushed: plans,
+      plansApplied: applied,
+      statusMs: summarize(statusMs),
+      rssMiB: { peak, max1s: Math.max(...rss), atEndOfLoad: rssAtEnd, afterIdle: rssIdle, idleSeconds },
+      sessionsInMemoryAfterIdle: sessionsAfterIdle,
+    };
+  } finally {
+    await daemon.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

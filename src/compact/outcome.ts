@@ -1,0 +1,115 @@
+/**
+ * What a tool call did and how it ended, in the words a summary keeps: an edit's gist (file,
+ * hunks, lines added/removed, changed identifiers), a command's exit status and verdict line,
+ * and — only when it failed — the assertion, the exception line and the first frame in project
+ * code. A success is never described as an error. Memoized per message.
+ */
+import type { Message, ToolCall } from '../model/messages.js';
+import { isWriteTool, parseArgs, toolAction } from '../model/toolargs.js';
+import {
+  assertionLines,
+  clip,
+  describeEditGist,
+  exitStatusOf,
+  extractErrorLines,
+  isFrameLine,
+  isProjectFrame,
+  jsonResultText,
+  patchGists,
+  replaceGist,
+  stripAnsi,
+  stripDanglingRefs,
+  verdictFailed,
+  verdictLines,
+  type FileEditGist,
+} from '../text/index.js';
+import { memoMessage } from './memo.js';
+
+/** How a tool result ended. */
+export interface ToolOutcome {
+  readonly failed: boolean;
+  /** Exit status recorded by the harness or stated in the output. */
+  readonly exitCode?: number;
+  /** The final verdict line of a test or build run (`Tests 245 passed (245)`, `3 failed, 10 passed`). */
+  readonly verdict?: string;
+  /** Failed runs only: assertion messages (`expected '' to be '??'`). */
+  readonly assertions: readonly string[];
+  /** Failed runs only: the exception or error line that says what went wrong. */
+  readonly error?: string;
+  /** Failed runs only: the first stack frame in project code. */
+  readonly frame?: string;
+}
+
+const GENERIC_ERROR = /^(?:npm ERR!|ELIFECYCLE|error Command failed|Process exited|Command failed|Error: Process completed with exit code|FAIL\s*$)|\bexit (?:code|status)\b/i;
+
+/** Readable text of a tool result (JSON results unwrapped, ANSI colours removed). */
+export function resultText(m: Message): string {
+  return memoMessage(m, 'result-text', (x) => stripAnsi(jsonResultText(x.text.length > 400_000 ? x.text.slice(0, 200_000) + '\n' + x.text.slice(-200_000) : x.text)));
+}
+
+/** The outcome of one tool result message. */
+export function toolOutcome(m: Message): ToolOutcome {
+  return memoMessage(m, 'tool-outcome', (x): ToolOutcome => {
+    const text = resultText(x);
+    const exitCode = x.exitCode ?? exitStatusOf(text);
+    const verdict = verdictLines(text)[0];
+    const failed = x.isError === true || (exitCode !== undefined && exitCode !== 0) || (verdict !== undefined && verdictFailed(verdict));
+    const base = { failed, ...(exitCode !== undefined ? { exitCode } : {}), ...(verdict !== undefined ? { verdict: clip(verdict, 200) } : {}) };
+    if (!failed) return { ...base, assertions: [] };
+    const assertions = assertionLines(text).map((l) => clip(stripDanglingRefs(l), 240));
+    const errors = extractErrorLines(text)
+      .map((l) => stripDanglingRefs(l))
+      .filter((l) => l.length > 0 && !verdictLines(l).length);
+    // the most specific line: an exception or assertion beats "npm ERR! Test failed" / "exit code 1"
+    const specific = [...errors].reverse().find((l) => !GENERIC_ERROR.test(l));
+    let error = specific ?? errors[errors.length - 1];
+    if (error === undefined && assertions.length === 0 && verdict === undefined) {
+      const tail = text.trim().split('\n').map((l) => stripDanglingRefs(l.trim())).filter((l) => l.length > 0).pop();
+      if (tail && tail.length <= 400) error = tail;
+    }
+    const frame = text.split('\n').find((l) => isFrameLine(l) && isProjectFrame(l))?.trim();
+    return { ...base, assertions, ...(error !== undefined ? { error: clip(error, 240) } : {}), ...(frame !== undefined ? { frame: clip(frame, 200) } : {}) };
+  });
+}
+
+/** Per-file gists of a tool call that edits files (apply_patch, Edit, MultiEdit, Write, str_replace). */
+export function editGists(call: ToolCall): FileEditGist[] {
+  const a = toolAction(call);
+  const args = parseArgs(call.arguments);
+  const patchText = [args['patch'], args['input'], a.command, call.arguments].find((p): p is string => typeof p === 'string' && /^\*\*\* (?:Update|Add|Delete) File:|^\+\+\+ /m.test(p));
+  if (patchText) return patchGists(patchText);
+  if (!isWriteTool(call.name) && a.writes.length === 0) return [];
+  const path = a.writes[0];
+  if (path === undefined) return [];
+  if (typeof args['old_string'] === 'string' && typeof args['new_string'] === 'string') return [replaceGist(path, args['old_string'], args['new_string'])];
+  if (typeof args['old_str'] === 'string' && typeof args['new_str'] === 'string') return [replaceGist(path, args['old_str'], args['new_str'])];
+  if (Array.isArray(args['edits'])) {
+    const pairs = (args['edits'] as unknown[]).filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null);
+    const old = pairs.map((e) => (typeof e['old_string'] === 'string' ? e['old_string'] : '')).join('\n');
+    const neu = pairs.map((e) => (typeof e['new_string'] === 'string' ? e['new_string'] : '')).join('\n');
+    return [replaceGist(path, old, neu)];
+  }
+  const content = [args['content'], args['file_text'], args['text']].find((c): c is string => typeof c === 'string');
+  if (content !== undefined) return [replaceGist(path, '', content)];
+  return a.writes.map((p) => ({ path: p, action: 'update' as const, hunks: [], added: 0, removed: 0, identifiers: [] }));
+}
+
+/** One line per edited file: `edited a.ts (+3 −1) at "export function f"; changed f`. */
+export function describeEdits(call: ToolCall): string[] {
+  return editGists(call).map(describeEditGist);
+}
+
+/** A short name of a call for summaries: its command, or `Tool(path)`. */
+export function describeCall(call: ToolCall): string {
+  const a = toolAction(call);
+  if (a.command && !/^\*\*\* Begin Patch|apply_patch\s*<</.test(a.command)) return `\`${clip(a.command.replace(/\s+/g, ' ').trim(), 140)}\``;
+  const target = a.writes[0] ?? a.reads[0];
+  return target ? `${call.name}(${target})` : `${call.name}(${clip(call.arguments.replace(/\s+/g, ' '), 80)})`;
+}
+
+/** Describe a tool result's outcome for a summary; undefined when there is nothing to say. */
+export function describeOutcome(o: ToolOutcome): string | undefined {
+  const status = o.exitCode !== undefined ? `exit ${o.exitCode}` : o.failed ? 'failed' : undefined;
+  if (!status && !o.verdict) return undefined;
+  return [status, o.verdict].filter((x) => x !== undefined).join(': ');
+}

@@ -1,0 +1,129 @@
+/**
+ * Word tokenizing: one stop-word list and one word split for every feature built on words
+ * (BM25 term stats, template search terms and fingerprints, the planner's content terms,
+ * near-duplicate shingles). No tiktoken calls happen here.
+ */
+import { fnv1a32 } from './hash.js';
+
+/** Text longer than this is only partly analysed (the head and the tail), to bound per-call cost. */
+export const MAX_ANALYSED_CHARS = 200_000;
+
+/**
+ * English function words and chat boilerplate that carry no topical signal. Template
+ * fingerprints are built from words outside this list, so changing it changes stored
+ * fingerprints: add a migration that recomputes them when you do.
+ */
+export const STOPWORDS: ReadonlySet<string> = new Set(
+  `the a an and or but if then else for to of in on at by with from into onto over under is are was were be been being it its this that these those
+  i me my we our you your he she they them their there here what which who whom whose when where why how all any both each few more most other some such
+  no nor not only own same so than too very can will just should now do does did doing have has had having would could might must shall may please
+  let lets make sure also get got use using used want need like about after before again further once up down out off above below between through during
+  can't don't won't isn't aren't wasn't weren't it's i'm you're we're they're that's let's ok okay yes yeah hi hello thanks thank`.split(/\s+/),
+);
+
+/** Words agents say in every turn ("file", "think", "going"): no signal for content terms. */
+const FILLER: ReadonlySet<string> = new Set(
+  'while done because file line lines going think know upon'.split(' '),
+);
+
+/** Bound `text` to MAX_ANALYSED_CHARS, keeping its head and tail. */
+export function boundText(text: string): string {
+  if (text.length <= MAX_ANALYSED_CHARS) return text;
+  const half = MAX_ANALYSED_CHARS / 2;
+  return `${text.slice(0, half)}\n${text.slice(text.length - half)}`;
+}
+
+const WORD_SPLIT = /[^\p{L}\p{N}_]+/u;
+
+/**
+ * Lowercase words of `text`, split on every non-word character (so `src/model/index.ts`
+ * gives `src`, `model`, `index`, `ts`), without stop words or one-character words.
+ */
+export function words(text: string): string[] {
+  const out: string[] = [];
+  for (const raw of boundText(text).toLowerCase().split(WORD_SPLIT)) {
+    if (raw.length < 2 || raw.length > 64) continue;
+    if (STOPWORDS.has(raw)) continue;
+    out.push(raw);
+  }
+  return out;
+}
+
+/**
+ * Search terms of a text: `words` of at most 40 chars without pure numbers, deduplicated in
+ * first-occurrence order, at most `max`. Harvest (fingerprints, novelty) and bootstrap
+ * (queries) both use it, so both sides see the same vocabulary.
+ */
+export function searchTerms(text: string, max = 200): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const w of words(text)) {
+    if (w.length > 40 || /^\d+$/.test(w) || seen.has(w)) continue;
+    seen.add(w);
+    out.push(w);
+    if (out.length >= max) break;
+  }
+  return out;
+}
+
+/** Term frequencies of `text`, plus the number of terms (the BM25 document length). */
+export interface TermStats {
+  readonly tf: Map<string, number>;
+  length: number;
+}
+
+/** Term frequencies of the `words` of a text. */
+export function termStats(text: string): TermStats {
+  const tf = new Map<string, number>();
+  const ws = words(text);
+  for (const w of ws) tf.set(w, (tf.get(w) ?? 0) + 1);
+  return { tf, length: ws.length };
+}
+
+/** Adds `b` into `a` (mutates `a`). */
+export function mergeTermStats(a: TermStats, b: TermStats): void {
+  for (const [t, n] of b.tf) a.tf.set(t, (a.tf.get(t) ?? 0) + n);
+  a.length += b.length;
+}
+
+/**
+ * Content terms: lowercased words of ≥ 4 chars that may hold `.`, `-` and `$` inside (so
+ * `config.max_retries` and `ws-client` stay whole), without stop words or agent filler.
+ * These name what a message is about and are matched between turns.
+ */
+export function contentTerms(text: string): Set<string> {
+  const out = new Set<string>();
+  const re = /[a-z_$][\w$.-]{3,60}/g;
+  const lower = text.toLowerCase();
+  for (let m = re.exec(lower); m !== null; m = re.exec(lower)) {
+    const raw = m[0];
+    let end = raw.length;
+    while (end > 0 && (raw.charCodeAt(end - 1) === 46 || raw.charCodeAt(end - 1) === 45)) end--; // trailing . and -
+    if (end < 4) continue;
+    const w = end === raw.length ? raw : raw.slice(0, end);
+    if (!STOPWORDS.has(w) && !FILLER.has(w)) out.add(w);
+  }
+  return out;
+}
+
+/**
+ * Hashes of the word shingles (`size` consecutive raw words, stop words kept) of `text`.
+ * Texts with fewer words than `size` give one shingle per word.
+ */
+export function shingleHashes(text: string, size = 3): number[] {
+  const ws = boundText(text)
+    .toLowerCase()
+    .split(WORD_SPLIT)
+    .filter((w) => w.length > 0);
+  const out: number[] = [];
+  if (ws.length < size) {
+    for (const w of ws) out.push(fnv1a32(w));
+    return out;
+  }
+  for (let i = 0; i + size <= ws.length; i++) {
+    let s = ws[i] as string;
+    for (let j = 1; j < size; j++) s += ` ${ws[i + j] as string}`;
+    out.push(fnv1a32(s));
+  }
+  return out;
+}

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { SessionLifecycle, zoneOf, type ThrottleOptions } from '../../src/daemon/lifecycle.js';
+import type { Plan } from '../../src/compact/index.js';
+
+// Pure: no sockets, no timers, no SQLite — the clock and facts are passed in.
+const o: ThrottleOptions = { reserveRatio: 0.15, softWatermark: 0.6, minPlanIntervalMs: 5_000, advisoryPlanIntervalMs: 60_000 };
+
+function plan(id: string): Plan {
+  return { planId: id, edits: [] } as unknown as Plan;
+}
+
+describe('SessionLifecycle', () => {
+  it('plans follow the zone: nothing in ok, soft past the watermark, reserve below the reserve', () => {
+    const l = new SessionLifecycle(0);
+    expect(l.nextStep('ok', 1, true, 0, o)).toEqual({ kind: 'none' });
+    expect(l.nextStep('soft', 1, true, 0, o)).toEqual({ kind: 'plan', mode: 'soft', advisory: false });
+    expect(l.nextStep('reserve', 1, true, 0, o)).toEqual({ kind: 'plan', mode: 'reserve', advisory: false });
+    expect(zoneOf({ headroom: 0.5 }, o)).toBe('ok');
+    expect(zoneOf({ headroom: 0.3 }, o)).toBe('soft');
+    expect(zoneOf({ headroom: 0.1 }, o)).toBe('reserve');
+  });
+
+  it('does not re-plan an unchanged model, nor while a plan is being made', () => {
+    const l = new SessionLifecycle(0);
+    l.planStarted(7, 0, false);
+    expect(l.nextStep('soft', 8, true, 10_000, o)).toEqual({ kind: 'none' });
+    l.planFinished();
+    expect(l.nextStep('soft', 7, true, 10_000, o)).toEqual({ kind: 'none' });
+    expect(l.nextStep('soft', 8, true, 10_000, o).kind).toBe('plan');
+  });
+
+  it('an advisory plan never delays the first push: a late subscriber gets the open plan at once', () => {
+    const l = new SessionLifecycle(0);
+    // Nobody subscribed: an advisory plan is made, then the advisory throttle holds the next one.
+    expect(l.nextStep('soft', 1, false, 0, o)).toEqual({ kind: 'plan', mode: 'soft', advisory: true });
+    l.planStarted(1, 0, true);
+    l.planFinished();
+    expect(l.propose(plan('p1'), false)).toEqual([]);
+    expect(l.nextStep('soft', 2, false, 1_000, o)).toEqual({ kind: 'wait', until: 60_000 });
+    // A subscriber arrives 1 s later: the current plan is handed over, no timer involved.
+    expect(l.onSubscribe(1_000)?.plan.planId).toBe('p1');
+  });
+
+  it('a late subscriber with no open plan gets a fresh plan at once, whatever the advisory throttle says', () => {
+    const l = new SessionLifecycle(0);
+    l.planStarted(1, 0, true);
+    l.planFinished(); // nothing to compact, or the plan was dropped: nothing open
+    expect(l.nextStep('reserve', 1, false, 1_000, o).kind).toBe('none'); // unchanged model
+    expect(l.onSubscribe(1_000)).toBeUndefined();
+    expect(l.nextStep('reserve', 1, true, 1_000, o)).toEqual({ kind: 'plan', mode: 'reserve', advisory: false });
+  });
+
+  it('pushed plans are throttled from the last push only; the reserve with no plan in hand cannot wait', () => {
+    const l = new SessionLifecycle(0);
+    l.planStarted(1, 0, false);
+    l.planFinished();
+    l.propose(plan('p1'), true);
+    expect(l.nextStep('soft', 2, true, 1_000, o)).toEqual({ kind: 'wait', until: 5_000 });
+    expect(l.nextStep('soft', 2, true, 5_000, o).kind).toBe('plan');
+    // The agent rejected p1: nothing in its hands, and the reserve was crossed.
+    l.answered('p1');
+    expect(l.nextStep('reserve', 2, true, 1_000, o)).toEqual({ kind: 'plan', mode: 'reserve', advisory: false });
+  });
+
+  it('a newer plan supersedes the open one; a rebuild expires all and starts over', () => {
+    const l = new SessionLifecycle(0);
+    l.propose(plan('p1'), true);
+    expect(l.propose(plan('p2'), true)).toEqual(['p1']);
+    expect(l.openPlanCount).toBe(1);
+    l.lastPlannedVersion = 9;
+    expect(l.rebuilt()).toEqual(['p2']);
+    expect(l.openPlanCount).toBe(0);
+    expect(l.lastPlannedVersion).toBe(-1);
+    expect(l.lastLogged).toBeUndefined();
+  });
+
+  it('ended is set by end() and cleared only by new messages', () => {
+    const l = new SessionLifecycle(0);
+    expect(l.end()).toBe(true);
+    expect(l.end()).toBe(false);
+    l.touched(5, false);
+    expect(l.ended).toBe(true);
+    expect(l.lastActivityAt).toBe(5);
+    l.touched(6, true);
+    expect(l.ended).toBe(false);
+  });
+
+  it('logs a sample on start, on a zone change and on a move of a point or more', () => {
+    const l = new SessionLifecycle(0);
+    expect(l.observe({ headroom: 0.9 }, o)).toEqual({ zone: 'ok', logReason: 'start', zoneChange: { zone: 'ok', previous: undefined } });
+    expect(l.observe({ headroom: 0.895 }, o).logReason).toBeUndefined();
+    expect(l.observe({ headroom: 0.88 }, o).logReason).toBe('moved');
+    expect(l.observe({ headroom: 0.3 }, o)).toEqual({ zone: 'soft', logReason: 'zone:ok->soft', zoneChange: { zone: 'soft', previous: 'ok' } });
+  });
+});

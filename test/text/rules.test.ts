@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import {
+  assertionLines,
+  exitStatusOf,
+  extractConfigValues,
+  extractPaths,
+  isFrameLine,
+  jsonResultText,
+  patchGists,
+  searchTerms,
+  stripDanglingRefs,
+  verdictFailed,
+  verdictLines,
+} from '../../src/text/index.js';
+
+describe('text rules', () => {
+  it('takes no prose or code fragments for paths', () => {
+    const t = 'Served as text/lyrics from the X/Twitter embed, and/or cached; edited src/a.ts, lib/core/util and /etc/hosts.';
+    expect(extractPaths(t)).toEqual(['src/a.ts', 'lib/core/util', '/etc/hosts']);
+  });
+
+  it('takes comparisons for code, not config values', () => {
+    expect(extractConfigValues('if (parts.length === 3) return;\nwhile (i <= n) i++;\nretries=3')).toEqual([{ key: 'retries', text: 'retries=3' }]);
+  });
+
+  it('does not read numbered grep output as a stack trace', () => {
+    expect(isFrameLine('208:      const modelData = [')).toBe(false);
+    expect(isFrameLine('   3: core::panicking::panic_fmt')).toBe(true);
+  });
+
+  it('reads verdicts, assertions and exit statuses', () => {
+    const out = ' ✓ a.test.ts (3 tests)\n Test Files  1 failed | 2 passed (3)\n      Tests  1 failed | 244 passed (245)\nAssertionError: expected \'\' to be \'??\'';
+    expect(verdictLines(out)[0]).toBe('Tests 1 failed | 244 passed (245)');
+    expect(verdictFailed('Tests 1 failed | 244 passed (245)')).toBe(true);
+    expect(verdictFailed('Tests 245 passed (245)')).toBe(false);
+    expect(verdictLines('===== 2 failed, 10 passed in 0.51s =====')).toEqual(['===== 2 failed, 10 passed in 0.51s =====']);
+    expect(assertionLines(out)).toEqual(["AssertionError: expected '' to be '??'"]);
+    expect(exitStatusOf('Exit code 2\nboom')).toBe(2);
+    expect(exitStatusOf('all fine')).toBeUndefined();
+  });
+
+  it('unwraps JSON tool results into lines', () => {
+    const t = jsonResultText(JSON.stringify({ status: 'error', error: 'Traceback\nImportError: x', exit_code: 1 }));
+    expect(t.split('\n')).toContain('ImportError: x');
+    expect(t).toContain('exit_code: 1');
+    expect(jsonResultText('plain')).toBe('plain');
+  });
+
+  it('reads the gist of a patch', () => {
+    const g = patchGists('*** Begin Patch\n*** Update File: src/a.ts\n@@ function run()\n-  const n = 1;\n+  const n = 2;\n+  const retryBudget = n;\n*** Add File: src/b.ts\n+export const b = 1;\n*** End Patch');
+    expect(g).toEqual([
+      { path: 'src/a.ts', action: 'update', hunks: ['function run()'], added: 2, removed: 1, identifiers: ['retryBudget'] },
+      { path: 'src/b.ts', action: 'add', hunks: [], added: 1, removed: 0, identifiers: [] },
+    ]);
+  });
+
+  it('drops references to text the reader no longer has', () => {
+    expect(stripDanglingRefs('ELIFECYCLE Test failed. See above for more details.')).toBe('ELIFECYCLE Test failed.');
+    expect(stripDanglingRefs('The error (see above) repeats')).toBe('The error repeats');
+  });
+
+  it('keeps template search terms as before (fingerprints depend on them)', () => {
+    expect(searchTerms("Don't fix the Parser, fix it NOW 42 via the API")).toEqual(['don', 'fix', 'parser', 'via', 'api']);
+  });
+});
