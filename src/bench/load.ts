@@ -64,7 +64,7 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
   let rssIdle = Number.NaN;
   let sessionsAfterIdle = Number.NaN;
   try {
-    const agent = new ContextdClient({ socketPath, clientInfo: { name: 'bench-agent', version: '1' }, reconnect: false });
+    const agent = new ContextdClient({ socketPath, clientInfo: { name: 'bench-agent', version: '1' }, reconnect: false, requestTimeoutMs: 600_000 });
     await agent.connect();
     for (const f of files) {
       for (let tries = 0; ; tries++) {
@@ -84,7 +84,8 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
         () => undefined, // superseded or expired meanwhile: the next plan follows
       );
     });
-    const watcher = new ContextdClient({ socketPath, clientInfo: { name: 'bench-status', version: '1' }, reconnect: false });
+    // A stalled daemon is what is measured: wait as long as it takes (a stall is a sample).
+    const watcher = new ContextdClient({ socketPath, clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 600_000 });
     await watcher.connect();
     let running = true;
     const statusLoop = (async () => {

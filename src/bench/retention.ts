@@ -20,6 +20,12 @@
  *    key is specific (snake_case, dotted, camelCase or CONSTANT), no earlier user/assistant
  *    text names it and a later user/assistant text does.
  * Generated sessions plant the same categories (see `generateSession`).
+ *
+ * Budgets are shares of the transcript's own (counted) tokens: usage reports are left out, so
+ * the agent's overhead outside the transcript (system prompt, tools) does not enter the
+ * measure. On real sessions the state probes of `state-probes.ts` are also scored per
+ * strategy and budget, with the count of summaries naming internal ids and of quoted recall
+ * handles that do not resolve in a real (temporary) SQLite archive.
  */
 import { seededRandom } from '../util/random.js';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -30,9 +36,11 @@ import type { Message, TranscriptEvent } from '../model/messages.js';
 import { readTranscriptFile } from '../ingest/decoder.js';
 import { SessionModel } from '../model/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
-import { compactWithStrategy, planCompaction, SummaryCache, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
+import { archiveEntries, compactWithStrategy, planCompaction, SummaryCache, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
 import { extractConfigValues, extractErrorLines, sentences } from '../text/index.js';
 import { toolAction } from '../model/toolargs.js';
+import { Archive, openDb } from '../store/index.js';
+import { quotedHandles, STATE_PROBES, stateProbeKept, stateProbes, summariesNamingIds } from './state-probes.js';
 
 export const PROBE_CATEGORIES = ['instruction', 'goal', 'decision', 'error', 'path', 'fact'] as const;
 export type ProbeCategory = (typeof PROBE_CATEGORIES)[number];
@@ -237,6 +245,15 @@ function emptyCell(): Cell {
   return { kept: {}, total: {}, tokensBefore: 0, tokensAfter: 0, overBudget: 0, runs: 0 };
 }
 
+/** State-probe results of one strategy × budget over the real sessions. */
+interface StateCell {
+  kept: Record<string, number>;
+  total: Record<string, number>;
+  summariesNamingIds: number;
+  handles: number;
+  unresolvedHandles: number;
+}
+
 export interface RetentionOptions {
   readonly corpusDir: string;
   /** Generated sessions (default 6). */
@@ -283,40 +300,76 @@ export async function benchRetention(opts: RetentionOptions): Promise<Record<str
     sessions.push({ name: g.sessionId, events: g.events, probes: g.probes });
   }
   const cells = new Map<string, Cell>();
+  const stateCells = new Map<string, StateCell>();
   const perSession: Record<string, unknown>[] = [];
-  for (const s of sessions) {
-    const model = new SessionModel({ sessionId: s.name, tokenCounter: counter });
-    model.applyAll(s.events);
-    const probes = s.probes ?? corpusProbes(model.messages());
-    const tokens = model.tokens();
-    if (tokens < 500 || probes.length === 0) {
-      skipped.push({ file: s.name, why: `too small (${tokens} tokens, ${probes.length} probes)` });
-      continue;
-    }
-    const row: Record<string, unknown> = { session: s.name, tokens, probes: probes.length };
-    for (const share of BUDGET_SHARES) {
-      for (const strategy of strategies) {
-        const res = await compactWithStrategy(model, { strategy, budgetTokens: Math.ceil(tokens * share), reserveRatio: 0, tokenCounter: counter });
-        const hay = contextText(res.messages);
-        const cell = cells.get(`${strategy}@${share}`) ?? emptyCell();
-        let kept = 0;
-        for (const p of probes) {
-          const k = hay.includes(normalizeProbe(p.text));
-          cell.total[p.category] = (cell.total[p.category] ?? 0) + 1;
-          if (k) {
-            cell.kept[p.category] = (cell.kept[p.category] ?? 0) + 1;
-            kept++;
-          }
-        }
-        cell.tokensBefore += res.tokensBefore;
-        cell.tokensAfter += res.tokensAfter;
-        cell.overBudget += res.tokensAfter > res.budget ? 1 : 0;
-        cell.runs++;
-        cells.set(`${strategy}@${share}`, cell);
-        row[`${strategy}@${share}`] = Math.round((kept / probes.length) * 1000) / 1000;
+  const archiveDir = mkdtempSync(join(tmpdir(), 'contextd-bench-archive-'));
+  const db = openDb(join(archiveDir, 'contextd.db'));
+  const archive = new Archive(db);
+  try {
+    for (const s of sessions) {
+      const model = new SessionModel({ sessionId: s.name, tokenCounter: counter });
+      model.applyAll(s.events.filter((e) => e.type !== 'usage'));
+      const probes = s.probes ?? corpusProbes(model.messages());
+      const state = s.probes ? [] : stateProbes(model.messages());
+      const tokens = model.tokens();
+      if (tokens < 500 || probes.length === 0) {
+        skipped.push({ file: s.name, why: `too small (${tokens} tokens, ${probes.length} probes)` });
+        continue;
       }
+      const row: Record<string, unknown> = { session: s.name, tokens, probes: probes.length };
+      for (const share of BUDGET_SHARES) {
+        for (const strategy of strategies) {
+          const res = await compactWithStrategy(model, { strategy, budgetTokens: Math.ceil(tokens * share), reserveRatio: 0, tokenCounter: counter });
+          const hay = contextText(res.messages);
+          const cell = cells.get(`${strategy}@${share}`) ?? emptyCell();
+          let kept = 0;
+          for (const p of probes) {
+            const k = hay.includes(normalizeProbe(p.text));
+            cell.total[p.category] = (cell.total[p.category] ?? 0) + 1;
+            if (k) {
+              cell.kept[p.category] = (cell.kept[p.category] ?? 0) + 1;
+              kept++;
+            }
+          }
+          cell.tokensBefore += res.tokensBefore;
+          cell.tokensAfter += res.tokensAfter;
+          cell.overBudget += res.tokensAfter > res.budget ? 1 : 0;
+          cell.runs++;
+          cells.set(`${strategy}@${share}`, cell);
+          row[`${strategy}@${share}`] = Math.round((kept / probes.length) * 1000) / 1000;
+          if (s.probes) continue;
+          // real sessions: state probes, internal ids, and handles checked against a real archive
+          const sc = stateCells.get(`${strategy}@${share}`) ?? { kept: {}, total: {}, summariesNamingIds: 0, handles: 0, unresolvedHandles: 0 };
+          const lost: string[] = [];
+          for (const p of state) {
+            sc.total[p.kind] = (sc.total[p.kind] ?? 0) + 1;
+            if (stateProbeKept(p, hay, normalizeProbe)) sc.kept[p.kind] = (sc.kept[p.kind] ?? 0) + 1;
+            else lost.push(p.kind);
+          }
+          archive.putMany(archiveEntries(model, res, Date.now()));
+          const handles = quotedHandles(res.messages);
+          sc.handles += handles.length;
+          sc.unresolvedHandles += handles.filter((h) => archive.get(h) === undefined).length;
+          sc.summariesNamingIds += summariesNamingIds(res.messages);
+          stateCells.set(`${strategy}@${share}`, sc);
+          if (lost.length > 0) row[`stateLost:${strategy}@${share}`] = lost.join(',');
+        }
+      }
+      perSession.push(row);
     }
-    perSession.push(row);
+  } finally {
+    db.close();
+    rmSync(archiveDir, { recursive: true, force: true });
+  }
+  const stateTable: Record<string, unknown>[] = [];
+  for (const share of BUDGET_SHARES) {
+    for (const strategy of strategies) {
+      const c = stateCells.get(`${strategy}@${share}`);
+      if (!c) continue;
+      const byKind: Record<string, string> = {};
+      for (const k of STATE_PROBES) byKind[k] = `${c.kept[k] ?? 0}/${c.total[k] ?? 0}`;
+      stateTable.push({ strategy, budget: share, ...byKind, summariesNamingIds: c.summariesNamingIds, handles: c.handles, unresolvedHandles: c.unresolvedHandles });
+    }
   }
   const table: Record<string, unknown>[] = [];
   for (const share of BUDGET_SHARES) {
@@ -344,7 +397,7 @@ export async function benchRetention(opts: RetentionOptions): Promise<Record<str
   }
   const locomo = await locomoPart(opts, counter);
   const timing = opts.timing === false ? undefined : await planTiming(counter);
-  return { bench: 'retention', sessions: perSession.length, skipped, table, perSession, locomo, timing, elapsedMs: Date.now() - started };
+  return { bench: 'retention', sessions: perSession.length, skipped, table, stateProbes: stateTable, perSession, locomo, timing, elapsedMs: Date.now() - started };
 }
 
 /** Plan time for a ~200k-token generated session, and a re-plan after one appended line. */

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { printJson, usageError } from './output.js';
 import { peakRssMiB } from '../bench/harness.js';
 
-const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'load', 'all'] as const;
+const SCENARIOS = ['ingest', 'latency', 'retention', 'warm', 'load', 'hooks', 'proxy', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** Scenarios that read a folder of real transcripts (latency generates its own load). */
@@ -57,9 +57,17 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
       const { benchLatency } = await import('../bench/latency.js');
       return benchLatency();
     }
+    case 'proxy': {
+      const { benchProxy } = await import('../bench/proxy.js');
+      return benchProxy();
+    }
     case 'retention': {
       const { benchRetention } = await import('../bench/retention.js');
       return benchRetention({ corpusDir, ...(locomoDir !== undefined ? { locomoDir } : {}) });
+    }
+    case 'hooks': {
+      const { benchHooks } = await import('../bench/hooks.js');
+      return benchHooks();
     }
     case 'warm': {
       const { benchWarm } = await import('../bench/warm.js');
@@ -94,7 +102,7 @@ export function registerBench(program: Command): void {
         if (corpusDir === '') throw usageError(`bench ${scenario} reads a folder of real transcripts: pass --corpus DIR or set CONTEXTD_CORPUS`);
         if (!existsSync(corpusDir)) throw usageError(`--corpus ${corpusDir}: no such folder`);
       }
-      const list = scenario === 'all' ? (['ingest', 'retention', 'warm', 'latency'] as const) : [scenario as Exclude<Scenario, 'all'>];
+      const list = scenario === 'all' ? (['ingest', 'retention', 'warm', 'latency', 'proxy'] as const) : [scenario as Exclude<Scenario, 'all'>];
       const results: Record<string, unknown> = {};
       if (flags.locomo !== undefined && !existsSync(join(flags.locomo, 'locomo-dev.json'))) throw usageError(`no locomo-dev.json in ${flags.locomo}`);
       for (const s of list) results[s] = await run(s, corpusDir, flags, flags.locomo);

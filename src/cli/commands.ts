@@ -10,8 +10,9 @@ import { registerTop } from './top.js';
 import { registerBench } from './bench.js';
 import { registerWarm } from './warm.js';
 import { registerInstall } from './install.js';
+import { registerFork } from './fork.js';
 
 /** Every subcommand registers itself on the program; order is the order in `--help`. */
 export type RegisterCommand = (program: Command) => void;
 
-export const COMMANDS: RegisterCommand[] = [registerDaemon, registerInspect, registerCompact, registerStatus, registerTop, registerHeadroom, registerRecall, registerWarm, registerInstall, registerBench, registerDemo];
+export const COMMANDS: RegisterCommand[] = [registerDaemon, registerInspect, registerCompact, registerStatus, registerTop, registerHeadroom, registerRecall, registerWarm, registerFork, registerInstall, registerBench, registerDemo];

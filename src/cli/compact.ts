@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { compactWithStrategy, STRATEGIES, type CompactResult, type StrategyName } from '../compact/index.js';
+import { archiveEntries, compactWithStrategy, STRATEGIES, type CompactResult, type StrategyName } from '../compact/index.js';
 import { readTranscriptFile, sessionIdForFile } from '../ingest/decoder.js';
 import { Archive } from '../store/index.js';
 import { openStateForCli } from './state.js';
@@ -29,11 +29,7 @@ interface CompactFlags {
  * recall h_…` (same `--state`) returns them. Returns how many were archived.
  */
 function archiveOriginals(model: SessionModel, result: CompactResult, stateDir: string | undefined): number {
-  const entries = result.edits.flatMap((e) =>
-    e.handle === undefined
-      ? []
-      : [{ handle: e.handle, sessionId: model.sessionId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: e.replaces.flatMap((id) => [...model.messagesOf(id)]), tokens: e.tokensBefore, createdAt: Date.now() }],
-  );
+  const entries = archiveEntries(model, result, Date.now());
   if (entries.length === 0) return 0;
   const db = openStateForCli(stateDir, { create: true });
   try {

@@ -3,7 +3,10 @@ import { Daemon } from '../daemon/daemon.js';
 import { loadConfigFile, resolveDaemonOptions, type ConfigFile } from '../daemon/config.js';
 import { installSignalHandlers } from '../daemon/signals.js';
 import { createLogger } from '../util/logger.js';
-import { describeError } from '../util/errors.js';
+import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import { checkSocketPathLength } from '../ipc/paths.js';
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parsePositiveInt, parseRatio } from './output.js';
 
 interface DaemonFlags {
@@ -14,6 +17,9 @@ interface DaemonFlags {
   budget?: number;
   reserve?: number;
   logLevel?: string;
+  proxy?: string;
+  anthropicUpstream?: string;
+  openaiUpstream?: string;
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -30,13 +36,36 @@ export function optionsFrom(flags: DaemonFlags, env: Readonly<Record<string, str
     ...(flags.budget !== undefined ? { budgetTokens: flags.budget } : {}),
     ...(flags.reserve !== undefined ? { reserveRatio: flags.reserve } : {}),
     ...(flags.logLevel ? { logLevel: flags.logLevel as ConfigFile['logLevel'] } : {}),
+    ...proxyOverrides(file.proxy, flags),
   };
   return resolveDaemonOptions(file, overrides, env);
+}
+
+/**
+ * Check the socket path before anything starts: too long for `sun_path` (exit 2), or in a
+ * folder that does not exist (listen would only say EACCES or ENOENT).
+ */
+export function checkSocketPlace(socket: string): void {
+  checkSocketPathLength(socket);
+  const dir = dirname(socket);
+  if (!existsSync(dir)) throw new ContextdError(ErrorCode.USAGE, `socket folder ${dir} does not exist: create it, or pass --socket in an existing folder`, { socket });
+}
+
+/** The proxy flags merged over the config file's `proxy` section (flags win, field by field). */
+function proxyOverrides(file: ConfigFile['proxy'], flags: DaemonFlags): ConfigFile {
+  if (flags.proxy === undefined && flags.anthropicUpstream === undefined && flags.openaiUpstream === undefined) return {};
+  const upstreams = {
+    ...file?.upstreams,
+    ...(flags.anthropicUpstream !== undefined ? { anthropic: flags.anthropicUpstream } : {}),
+    ...(flags.openaiUpstream !== undefined ? { openai: flags.openaiUpstream } : {}),
+  };
+  return { proxy: { ...file, ...(flags.proxy !== undefined ? { listen: flags.proxy } : {}), upstreams } };
 }
 
 /** Run the daemon in the foreground until SIGTERM/SIGINT. */
 export async function runDaemon(flags: DaemonFlags): Promise<void> {
   const options = optionsFrom(flags);
+  checkSocketPlace(options.socketPath);
   const journald = process.env['JOURNAL_STREAM'] !== undefined;
   const logger = createLogger({ level: options.logLevel, journald });
   const daemon = new Daemon(options, { logger });
@@ -60,7 +89,7 @@ export async function runDaemon(flags: DaemonFlags): Promise<void> {
   await daemon.start();
 }
 
-/** `contextd daemon [--config F] [--watch DIR]... [--socket P] [--state DIR] [--budget N] [--reserve R]` */
+/** `contextd daemon [--config F] [--watch DIR]... [--socket P] [--state DIR] [--budget N] [--reserve R] [--proxy HOST:PORT] [--anthropic-upstream URL] [--openai-upstream URL]` */
 export function registerDaemon(program: Command): void {
   program
     .command('daemon')
@@ -72,6 +101,9 @@ export function registerDaemon(program: Command): void {
     .option('--budget <tokens>', 'context window in tokens for every session (default: per model)', parsePositiveInt('--budget'))
     .option('--reserve <ratio>', 'share of the window kept free (default 0.15)', parseRatio('--reserve'))
     .option('--log-level <level>', 'pino log level (default info)')
+    .option('--proxy <host:port>', 'also serve the model-provider proxy here (PORT alone: 127.0.0.1:PORT)')
+    .option('--anthropic-upstream <url>', 'where the proxy sends Anthropic requests (default https://api.anthropic.com)')
+    .option('--openai-upstream <url>', 'where the proxy sends OpenAI requests (default https://api.openai.com)')
     .action(async (flags: DaemonFlags) => {
       await runDaemon(flags);
     });

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { HeadroomLog } from '../store/index.js';
+import { ContextdError, ErrorCode } from '../util/errors.js';
 import { openStateForCli } from './state.js';
 import { pct, printJson, printLine, usageError } from './output.js';
 
@@ -35,13 +36,17 @@ export function registerHeadroom(program: Command): void {
       const since = flags.since !== undefined ? parseSince(flags.since) : 0;
       const db = openStateForCli(flags.state);
       try {
-        const samples = new HeadroomLog(db).list(session, since);
+        const log = new HeadroomLog(db);
+        const samples = log.list(session, since);
+        if (samples.length === 0 && (since === 0 || log.list(session, 0).length === 0)) {
+          throw new ContextdError(ErrorCode.UNKNOWN_SESSION, `no headroom samples for session ${session}: no such session in this state directory (see \`contextd status\`)`, { session });
+        }
         if (flags.json) {
           printJson({ sessionId: session, since, samples });
           return;
         }
         if (samples.length === 0) {
-          printLine(`no headroom samples for session ${session}`);
+          printLine(`no headroom samples for session ${session} in that window`);
           return;
         }
         printLine(`${'time'.padEnd(24)} ${'tokens'.padStart(9)} ${'total'.padStart(9)} ${'headroom'.padStart(8)} ${'sections'.padStart(8)}  reason`);

@@ -9,11 +9,12 @@
  * here directly (not through the full command table) to keep start-up short; heavy modules
  * (SQLite, tiktoken) load only on the paths that need them.
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectSocket, ClientTransport } from '../ipc/client-transport.js';
 import { findSocketPath } from '../ipc/paths.js';
 import { parseHookEvent, MAX_HOOK_INPUT_BYTES } from '../integrations/hook-event.js';
+import { PENDING_DIR } from '../integrations/hook-settings.js';
 import { AGENTS, answerHook, type AgentName } from '../integrations/answer.js';
 import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/hooks.js';
 import { resolveStateDir, stateDbPath } from '../store/paths.js';
@@ -78,6 +79,11 @@ async function callOnce(socketPath: string, timeoutMs: number, method: string, p
   }
 }
 
+/** A file name for a session id (ids come from the agent: keep only safe characters). */
+function stashName(sessionId: string): string {
+  return `${sessionId.replace(/[^\w.-]/g, '_').slice(0, 200)}.txt`;
+}
+
 function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unknown>[], archive: (entry: ArchiveEntry) => void): HookDeps {
   const socketPath = flags.socket ?? findSocketPath();
   const timeoutMs = flags.timeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
@@ -86,7 +92,6 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
     rpc: (method, params) => callOnce(socketPath, timeoutMs, method, params),
     note: (msg, fields) => notes.push({ msg, ...fields }),
     async localBootstrap(task, repo, budgetTokens): Promise<BootstrapAnswer | undefined> {
-      const { existsSync } = await import('node:fs');
       const dbPath = stateDbPath(stateDir);
       if (!existsSync(dbPath)) return undefined;
       const [{ openDb }, { TemplateStore }, { bootstrap }, { createTokenCounter }] = await Promise.all([
@@ -103,6 +108,18 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
       }
     },
     archive,
+    stash(sessionId, text) {
+      const dir = join(stateDir, PENDING_DIR);
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      writeFileSync(join(dir, stashName(sessionId)), text, { mode: 0o600 });
+    },
+    takeStash(sessionId) {
+      const file = join(stateDir, PENDING_DIR, stashName(sessionId));
+      if (!existsSync(file)) return undefined;
+      const text = readFileSync(file, 'utf8');
+      rmSync(file, { force: true });
+      return text;
+    },
   };
 }
 

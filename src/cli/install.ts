@@ -12,6 +12,7 @@ import type { Command } from 'commander';
 import { AGENTS, type AgentName } from '../integrations/answer.js';
 import { shellQuote } from '../integrations/hook-settings.js';
 import { defaultSettingsPath, installHooks, uninstallHooks } from '../integrations/install.js';
+import { resolveStateDir } from '../store/paths.js';
 import { HERMES_CONFIG_LINE, installHermes, resolveHermesHome, uninstallHermes } from '../integrations/hermes.js';
 import { printJson, printLine, usageError } from './output.js';
 
@@ -76,7 +77,7 @@ export function registerInstall(program: Command): void {
     .action((agent: Target, flags: InstallFlags) => {
       if (agent === 'hermes') return installHermesCli(flags);
       const settings = resolve(flags.settings ?? defaultSettingsPath(agent));
-      const r = installHooks(agent, settings, hookCommand(agent, flags));
+      const r = installHooks(agent, settings, hookCommand(agent, flags), resolveStateDir(flags.state));
       if (flags.json) printJson(r);
       else printLine(`installed contextd hooks (${r.events.join(', ')}) in ${r.settings}`);
     });

@@ -3,6 +3,20 @@ import { ContextdError, ErrorCode } from '../util/errors.js';
 /** Exit codes of every command (design §7). */
 export const ExitCode = { OK: 0, RUNTIME: 1, USAGE: 2 } as const;
 
+/**
+ * `contextd inspect F | head -3`: once the reader has gone, further output has nowhere to go
+ * and is not an error. End quietly with exit 0 instead of a Node stack trace (EPIPE). The
+ * daemon installs its own handlers (a closed pipe must never stop it).
+ */
+export function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(ExitCode.OK);
+      throw err;
+    });
+  }
+}
+
 /** Print one JSON document on stdout (the `--json` contract). */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);

@@ -4,12 +4,19 @@ import { ExitCode } from './output.js';
 import { VERSION } from '../version.js';
 import { COMMANDS } from './commands.js';
 
+/**
+ * One exit-code policy (design §7): 2 when the command line or config is wrong, 1 for
+ * everything that goes wrong at run time — including ids that name nothing (an unknown
+ * template, handle or session), which are facts about the state, not about the usage.
+ */
+const USAGE_CODES: ReadonlySet<string> = new Set([ErrorCode.USAGE, ErrorCode.CONFIG_INVALID, ErrorCode.SOCKET_PATH_TOO_LONG]);
+
 /** Build the `contextd` command tree. Each subcommand lives in its own file under src/cli/. */
 export function buildProgram(): Command {
   const program = new Command('contextd')
     .description('Context-compaction sidecar for LLM agents: tails session transcripts, keeps token headroom, pushes compaction plans over a Unix socket.')
     .version(VERSION)
-    .showHelpAfterError()
+    .showHelpAfterError('(add --help for usage)')
     .exitOverride();
   for (const register of COMMANDS) register(program);
   return program;
@@ -29,7 +36,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     }
     if (err instanceof ContextdError) {
       process.stderr.write(`contextd: ${err.message}\n`);
-      return err.code === ErrorCode.USAGE || err.code === ErrorCode.CONFIG_INVALID ? ExitCode.USAGE : ExitCode.RUNTIME;
+      return USAGE_CODES.has(err.code) ? ExitCode.USAGE : ExitCode.RUNTIME;
     }
     process.stderr.write(`contextd: ${describeError(err)}\n`);
     return ExitCode.RUNTIME;

@@ -37,6 +37,10 @@ export function renderStatus(status: StatusResult, now = Date.now()): string[] {
     );
   }
   if (rows.length === 0) lines.push('(no live sessions)');
+  const proxy = (status as { proxy?: { listen: string; requests: number; plansApplied: number; tokensSavedPerRequest: number; cacheBreaksPer100: number; upstreamErrors: number } }).proxy;
+  if (proxy) {
+    lines.push('', `proxy ${proxy.listen}  requests ${proxy.requests}  plans applied ${proxy.plansApplied}  saved/request ${proxy.tokensSavedPerRequest} tokens  cache-breaking rewrites ${proxy.cacheBreaksPer100}/100  upstream errors ${proxy.upstreamErrors}`);
+  }
   return lines;
 }
 

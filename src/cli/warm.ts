@@ -9,7 +9,8 @@ import { TemplateStore } from '../store/templates.js';
 import { createLogger } from '../util/logger.js';
 import { bootstrap, exportTemplates, importTemplates, testTemplate } from '../warm/index.js';
 import { openStateForCli } from './state.js';
-import { parsePositiveInt, pct, printJson, printLine, usageError } from './output.js';
+import { parsePositiveInt, pct, printJson, printLine } from './output.js';
+import { ContextdError, ErrorCode } from '../util/errors.js';
 
 interface StateFlags {
   state?: string;
@@ -83,7 +84,7 @@ export function registerWarm(program: Command): void {
     .action((id: string, flags: StateFlags) => {
       withStore(flags, false, (store) => {
         const t = store.get(id);
-        if (!t) throw usageError(`no template ${id}`);
+        if (!t) throw new ContextdError(ErrorCode.UNKNOWN_TEMPLATE, `no template ${id} (see \`contextd warm list\`)`, { id });
         if (flags.json) return printJson(t);
         printLine(`${t.id}  ${t.name}`);
         printLine(`type ${t.taskType}  repo ${t.repo || '-'}  sessions ${t.sessionCount}  usage ${t.usageCount}  success ${t.successCount}  failure ${t.failureCount}`);
@@ -111,7 +112,7 @@ export function registerWarm(program: Command): void {
     .action((id: string, flags: StateFlags) => {
       withStore(flags, false, (store) => {
         const deleted = store.delete(id);
-        if (!deleted) throw usageError(`no template ${id}`);
+        if (!deleted) throw new ContextdError(ErrorCode.UNKNOWN_TEMPLATE, `no template ${id} (see \`contextd warm list\`)`, { id });
         if (flags.json) printJson({ deleted: id });
         else printLine(`deleted ${id}`);
       });

@@ -5,8 +5,8 @@
 export * from './types.js';
 export { planCompaction, applyPlan, handleFor, targetTokensFor, toCountedTokens, toCalibratedTokens, compactionTarget, detectorContext, SummaryCache, DEFAULT_HYSTERESIS, DEFAULT_SOFT_WATERMARK } from './planner.js';
 export type { PlanOptions } from './planner.js';
-export { compactWithStrategy, renderSections, MASK_PLACEHOLDER, MIDDLE_HEAD_MESSAGES, MIDDLE_SUMMARY_RATIO } from './strategies.js';
-export type { StrategyOptions } from './strategies.js';
+export { archiveEntries, compactWithStrategy, renderSections, MASK_PLACEHOLDER, MIDDLE_HEAD_MESSAGES, MIDDLE_SUMMARY_RATIO } from './strategies.js';
+export type { ArchiveEntry, StrategyOptions } from './strategies.js';
 export { CRUFT_DETECTORS, runDetectors, lowScore, redundantToolOutput, staleRead, supersededReasoning, verboseErrorTrace } from './detectors/index.js';
 export { createExtractiveSummarizer, createOpenAISummarizer, createSummarizer, extractiveSummary } from './summarize/index.js';
 export type { OpenAISummarizer, OpenAISummarizerConfig, SummarizerSpec, SummarizerStats } from './summarize/index.js';
@@ -14,3 +14,4 @@ export { keyFacts, ensureSurvival } from './survival.js';
 export type { KeyFacts } from './survival.js';
 export { repairPairs, toChat } from './render.js';
 export { REASON_DISCOUNT } from './select.js';
+export { toolOutcome, editGists, describeCall, describeOutcome, type ToolOutcome } from './outcome.js';

@@ -49,5 +49,17 @@ export interface DaemonStatus {
     openPlans: number;
     lastEdit: { reason: string; at: number; planId: string } | null;
     subscribers: number;
+    /** 'transcript' for a tailed session, 'proxy' for a conversation seen through the proxy. */
+    source: 'transcript' | 'proxy';
   }[];
+  /** Present when the proxy runs. */
+  proxy?: {
+    listen: string;
+    requests: number;
+    modelled: number;
+    plansApplied: number;
+    tokensSavedPerRequest: number;
+    cacheBreaksPer100: number;
+    upstreamErrors: number;
+  };
 }

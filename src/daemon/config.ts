@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { closestName } from '../util/suggest.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { TRANSCRIPT_FORMATS } from '../ingest/types.js';
 import { defaultSocketPath, defaultStateDir, defaultWatchDirs } from './paths.js';
+import { proxyConfigSchema, resolveProxyOptions, type ProxyOptions } from '../proxy/index.js';
 
 const summarizerSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('extractive') }).strict(),
@@ -37,6 +39,8 @@ export const configFileSchema = z
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
     formats: z.record(z.string(), z.enum(TRANSCRIPT_FORMATS)).optional(),
     encoding: z.enum(['o200k_base', 'cl100k_base']).optional(),
+    /** The HTTP proxy between agents and their providers (off unless `proxy.listen` is set). */
+    proxy: proxyConfigSchema.optional(),
     followSymlinks: z.boolean().optional(),
     maxClients: z.number().int().positive().optional(),
     clientIdleTimeoutMs: z.number().int().min(0).optional(),
@@ -73,6 +77,8 @@ export interface DaemonOptions {
   readonly logLevel: string;
   readonly formats: Readonly<Record<string, (typeof TRANSCRIPT_FORMATS)[number]>>;
   readonly encoding: 'o200k_base' | 'cl100k_base';
+  /** Proxy settings; undefined when the proxy is off. */
+  readonly proxy: ProxyOptions | undefined;
   readonly archive: { readonly redactSecrets: boolean };
   /** Follow symlinks that lead out of the watch roots (default false). */
   readonly followSymlinks: boolean;
@@ -105,6 +111,14 @@ function formatIssues(error: z.ZodError, origin: string): string {
   return error.issues
     .map((i) => {
       const field = i.path.length > 0 ? i.path.join('.') : '(root)';
+      if (i.code === 'unrecognized_keys' && i.path.length === 0) {
+        return i.keys
+          .map((k) => {
+            const hint = closestName(k, Object.keys(configFileSchema.shape));
+            return `${origin}: unknown field "${k}"${hint !== undefined ? ` (did you mean "${hint}"?)` : ''}`;
+          })
+          .join('; ');
+      }
       return `${origin}: field "${field}": ${i.message}`;
     })
     .join('; ');
@@ -140,6 +154,8 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
       `options: field "softWatermark" (${softWatermark}) must be below the reserve line 1 − reserveRatio (${1 - reserveRatio})`,
     );
   }
+  const idleTimeoutMs = c.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs;
+  const hysteresis = c.hysteresis ?? DEFAULTS.hysteresis;
   return Object.freeze({
     watch: Object.freeze(c.watch ?? defaultWatchDirs(env)),
     socketPath: c.socket ?? defaultSocketPath(env),
@@ -147,16 +163,17 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
     budgetTokens: c.budgetTokens,
     reserveRatio,
     softWatermark,
-    hysteresis: c.hysteresis ?? DEFAULTS.hysteresis,
+    hysteresis,
     minPlanIntervalMs: c.minPlanIntervalMs ?? DEFAULTS.minPlanIntervalMs,
     maxLineBytes: c.maxLineBytes ?? DEFAULTS.maxLineBytes,
     maxMessageBytes: c.maxMessageBytes ?? DEFAULTS.maxMessageBytes,
-    idleTimeoutMs: c.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+    idleTimeoutMs,
     socketGroup: c.socketGroup ?? undefined,
     summarizer: Object.freeze(c.summarizer ?? { kind: 'extractive' as const }),
     logLevel: c.logLevel ?? DEFAULTS.logLevel,
     formats: Object.freeze({ ...(c.formats ?? {}) }),
     encoding: c.encoding ?? 'o200k_base',
+    proxy: resolveProxyOptions(c.proxy, { idleTimeoutMs, budgetTokens: c.budgetTokens, reserveRatio, hysteresis }),
     archive: Object.freeze({ redactSecrets: c.archive?.redactSecrets ?? true }),
     followSymlinks: c.followSymlinks ?? false,
     maxClients: c.maxClients ?? DEFAULTS.maxClients,

@@ -1,7 +1,8 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
-import { createSummarizer } from '../compact/index.js';
+import { createSummarizer, type Summarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
 import { Archive, HeadroomLog, PlanLog, openDb, secureStateDir, type Db } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
@@ -17,6 +18,7 @@ import type { DaemonApi, DaemonStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
+import { ProxyServer } from '../proxy/index.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -43,6 +45,7 @@ export class Daemon {
   private server: RpcServer | undefined;
   private sessions: SessionManager | undefined;
   private warm: WarmService | undefined;
+  private proxy: ProxyServer | undefined;
   private notifier: Notifier | undefined;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
@@ -133,7 +136,15 @@ export class Daemon {
     });
     await this.server.listen();
     if (this.stopping) return;
+    if (o.proxy) {
+      this.proxy = this.startProxyParts(o.proxy, tokenCounter, summarizer);
+      await this.proxy.listen();
+      if (this.stopping) return;
+    }
 
+    for (const p of o.watch) {
+      if (!existsSync(p)) this.log.warn({ path: resolve(p) }, 'watch path does not exist (yet): it is watched for and read once it appears');
+    }
     this.tailer = new Tailer({
       paths: o.watch.map((p) => resolve(p)),
       maxLineBytes: o.maxLineBytes,
@@ -179,6 +190,7 @@ export class Daemon {
     if (this.idleTimer) clearInterval(this.idleTimer);
     await this.tailer?.close();
     // No new requests while draining: close the socket first, then finish what is in flight.
+    await this.proxy?.close();
     await this.server?.close();
     await this.sessions?.drain();
     // Harvests still running (idle ones; session.end ones were awaited with their replies): bounded.
@@ -204,7 +216,7 @@ export class Daemon {
   /** Apply new options (SIGHUP). Watch list, socket and state dir need a restart. */
   reload(options: DaemonOptions): void {
     void this.notifier?.reloading();
-    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'maxClients', 'clientIdleTimeoutMs', 'partialLineTimeoutMs', 'archive'];
+    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'maxClients', 'clientIdleTimeoutMs', 'partialLineTimeoutMs', 'archive', 'proxy'];
     const restartNeeded = needsRestart.filter((k) => JSON.stringify(options[k]) !== JSON.stringify(this.options[k]));
     this.options = { ...options, ...Object.fromEntries(restartNeeded.map((k) => [k, this.options[k]])) } as DaemonOptions;
     this.deps.logger.level = options.logLevel;
@@ -212,6 +224,16 @@ export class Daemon {
     void this.notifier?.ready();
     if (restartNeeded.length > 0) this.log.warn({ restartNeeded }, 'some changed settings take effect only after a restart');
     this.log.info({ restartNeeded, reserveRatio: options.reserveRatio, softWatermark: options.softWatermark, budgetTokens: options.budgetTokens ?? null, logLevel: options.logLevel }, 'configuration reloaded');
+  }
+
+  /** The proxy, its conversations listed and logged by the session manager like tailed sessions. */
+  private startProxyParts(options: NonNullable<DaemonOptions['proxy']>, tokenCounter: TokenCounter, summarizer: Summarizer): ProxyServer {
+    const sessions = this.sessions as SessionManager;
+    const proxy = new ProxyServer(options, { logger: this.deps.logger, tokenCounter, summarizer, archive: new Archive(this.db as Db), now: this.now });
+    proxy.on('opened', (c) => sessions.attachProxied(c.id, `proxy:${c.format}`, c.format, c.model));
+    proxy.on('request', (c, prepared) => sessions.proxiedChanged(c.id, c.model, prepared.plan));
+    proxy.on('closed', (c, why) => sessions.removeSession(c.id, `proxied conversation ${why}`));
+    return proxy;
   }
 
   private wireTailer(tailer: Tailer): void {
@@ -251,6 +273,8 @@ export class Daemon {
     const sessions = this.sessions;
     if (!sessions || this.stopping) return;
     for (const s of sessions.idleSessions()) {
+      // proxied conversations are forgotten by the proxy when idle; there is no transcript to harvest
+      if (s.source === 'proxy') continue;
       if (!sessions.endSession(s)) continue;
       this.trackHarvest(s, 'unknown').then(
         (r) => {
@@ -301,6 +325,22 @@ export class Daemon {
     };
   }
 
+  /** The proxy's address and totals: tokens saved per request, cache-breaking rewrites per 100 requests. */
+  private proxyStatus(): NonNullable<DaemonStatus['proxy']> {
+    const p = this.proxy as ProxyServer;
+    const t = p.totals;
+    const a = p.state === 'listening' ? p.address() : { host: this.options.proxy?.host ?? '', port: this.options.proxy?.port ?? 0 };
+    return {
+      listen: `${a.host}:${a.port}`,
+      requests: t.requests,
+      modelled: t.modelled,
+      plansApplied: t.plansApplied,
+      tokensSavedPerRequest: t.modelled > 0 ? Math.round((t.tokensIn - t.tokensOut) / t.modelled) : 0,
+      cacheBreaksPer100: t.modelled > 0 ? Math.round((t.cacheBreaks * 10_000) / t.modelled) / 100 : 0,
+      upstreamErrors: t.upstreamErrors,
+    };
+  }
+
   /** Sessions with headroom, version, uptime (daemon.status). */
   status(): DaemonStatus {
     const sessions = this.sessions?.all() ?? [];
@@ -327,8 +367,10 @@ export class Daemon {
           openPlans: this.sessions?.openPlanCount(s.sessionId) ?? 0,
           lastEdit: s.life.lastEdit ?? null,
           subscribers: this.subscriberCount(s.sessionId),
+          source: s.source,
         };
       }),
+      ...(this.proxy && this.options.proxy ? { proxy: this.proxyStatus() } : {}),
     };
   }
 }

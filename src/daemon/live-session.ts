@@ -1,6 +1,7 @@
 import type { TranscriptFormat } from '../ingest/types.js';
 import type { SessionModel } from '../model/index.js';
 import { SummaryCache } from '../compact/index.js';
+import type { ProviderFormatName } from '../proxy/index.js';
 import { SessionHistory } from '../harvest/index.js';
 import { SessionLifecycle } from './lifecycle.js';
 
@@ -28,10 +29,14 @@ export class LiveSession {
 
   constructor(
     readonly sessionId: string,
+    /** The transcript file; for a proxied conversation, a label naming the proxy and API. */
     readonly file: string,
-    readonly format: TranscriptFormat,
+    /** Transcript format, or the provider API of a proxied conversation. */
+    readonly format: TranscriptFormat | ProviderFormatName,
     public model: SessionModel,
     now: number,
+    /** Where the model comes from: a tailed transcript, or requests through the proxy (which plans for it itself). */
+    readonly source: 'transcript' | 'proxy' = 'transcript',
   ) {
     this.life = new SessionLifecycle(now);
   }

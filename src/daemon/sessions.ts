@@ -9,6 +9,7 @@ import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog, RedactionCount } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import type { ProviderFormatName } from '../proxy/index.js';
 import { LiveSession } from './live-session.js';
 import { ADVISORY_PLAN_INTERVAL_MS, zoneOf, type Zone } from './lifecycle.js';
 
@@ -91,6 +92,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const rebuild = options.budgetTokens !== this.options.budgetTokens || options.reserveRatio !== this.options.reserveRatio;
     this.options = options;
     for (const s of this.sessions.values()) {
+      if (s.source === 'proxy') continue; // the proxy owns that model
       if (rebuild) {
         const fresh = this.newModel(s.sessionId, s.fed ? s.fed.budgetTokens : options.budgetTokens);
         fresh.applyAll(this.replayable(s));
@@ -149,6 +151,34 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (events.some((e) => e.type === 'reset' || e.type === 'truncate')) this.expire(sessionId, s.life.expireAll(), 'the agent rewrote its context');
     this.afterChange(s);
     return s;
+  }
+
+  /**
+   * A conversation whose model the proxy keeps: listed, headroom-logged and readable like a
+   * tailed session, but planned for by the proxy (which applies its plans itself).
+   */
+  attachProxied(sessionId: string, label: string, format: ProviderFormatName, model: SessionModel): LiveSession {
+    const s = new LiveSession(sessionId, label, format, model, this.now(), 'proxy');
+    this.sessions.set(sessionId, s);
+    this.log.info({ sessionId, file: label, format }, 'session opened');
+    return s;
+  }
+
+  /** The proxy modelled another request of a conversation (its model may have been rebuilt). */
+  proxiedChanged(sessionId: string, model: SessionModel, plan?: Plan): void {
+    const s = this.sessions.get(sessionId);
+    if (!s || s.source !== 'proxy') return;
+    s.model = model;
+    s.life.touched(this.now(), true);
+    if (plan) {
+      s.life.applied({ reason: [...new Set(plan.edits.map((e) => e.reason))].join(','), at: this.now(), planId: plan.planId }, model.version);
+      try {
+        this.deps.plans.record({ planId: plan.planId, sessionId, createdAt: plan.createdAt, status: 'applied', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
+      } catch (err) {
+        this.log.error({ sessionId, planId: plan.planId, err: describeError(err) }, 'proxy plan not stored; continuing');
+      }
+    }
+    this.afterChange(s, plan ? 'edit' : undefined);
   }
 
   /**
@@ -255,6 +285,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Plan now, regardless of watermarks (session.compact). */
   async compactNow(sessionId: string, targetHeadroom: number | undefined, dryRun: boolean): Promise<Plan> {
     const s = this.require(sessionId);
+    if (s.source === 'proxy' && !dryRun) {
+      throw new ContextdError(ErrorCode.USAGE, `session "${sessionId}" is compacted by the proxy as its requests pass: only a dry run can be asked for`, { sessionId });
+    }
     const work = this.makePlan(s, 'manual', targetHeadroom, dryRun, false);
     this.inFlight.add(work);
     try {
@@ -375,6 +408,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** Ask the lifecycle whether to plan; queue the session, or arm a timer to ask again. */
   private consider(s: LiveSession, zone: Zone): void {
+    if (s.source === 'proxy') return; // the proxy plans for its conversations itself
     if (this.closing || this.planQueue.has(s) || !this.sessions.has(s.sessionId)) return;
     const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
     if (s.planTimer) clearTimeout(s.planTimer);

@@ -9,7 +9,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { LineFramer } from '../util/framer.js';
-import { ContextdError, ErrorCode } from '../util/errors.js';
+import { ContextdError, ErrorCode, fileError } from '../util/errors.js';
 import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js';
 import type { TranscriptEvent } from '../model/messages.js';
 import { createAdapter, detectFormat } from './detect.js';
@@ -189,10 +189,14 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
   let bytes = 0;
   let lastByte = -1;
   const stream = createReadStream(path, { highWaterMark: options.chunkBytes ?? 1024 * 1024 });
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    bytes += chunk.length;
-    if (chunk.length > 0) lastByte = chunk[chunk.length - 1] ?? -1;
-    for (const e of decoder.push(chunk)) events.push(e);
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (chunk.length > 0) lastByte = chunk[chunk.length - 1] ?? -1;
+      for (const e of decoder.push(chunk)) events.push(e);
+    }
+  } catch (err) {
+    throw fileError(path, err);
   }
   if (bytes > 0 && lastByte !== 0x0a) for (const e of decoder.push(Buffer.from('\n'))) events.push(e);
   const c = decoder.counts;

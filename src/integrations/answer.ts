@@ -3,9 +3,8 @@
  * shape (`{"hookSpecificOutput":{"hookEventName","additionalContext"}}`) for the events that can
  * add context; other events get no output.
  */
-import { sessionIdForFile } from '../ingest/decoder.js';
 import type { HookEvent } from './hook-event.js';
-import { bootstrapContext, compactionRecovery, endSession, type HookDeps } from './hooks.js';
+import { bootstrapContext, compactionRecovery, endSession, recordCompaction, type HookDeps } from './hooks.js';
 
 export const AGENTS = ['claude-code', 'codex'] as const;
 export type AgentName = (typeof AGENTS)[number];
@@ -20,19 +19,32 @@ function withContext(eventName: string, text: string | undefined): HookAnswer | 
 }
 
 /** The session id the daemon gives this agent's transcript (its file name). */
-function daemonSessionId(event: HookEvent): string {
-  return event.transcriptPath ? sessionIdForFile(event.transcriptPath) : event.sessionId;
+async function daemonSessionId(event: HookEvent): Promise<string> {
+  if (!event.transcriptPath) return event.sessionId;
+  const { sessionIdForFile } = await import('../ingest/decoder.js');
+  return sessionIdForFile(event.transcriptPath);
 }
 
 /** Answer one hook event; undefined means "print nothing". */
 export async function answerHook(event: HookEvent, deps: HookDeps): Promise<HookAnswer | undefined> {
   switch (event.hookEventName) {
-    case 'UserPromptSubmit':
-      return withContext(event.hookEventName, await bootstrapContext(event, deps));
+    case 'UserPromptSubmit': {
+      const stashed = deps.takeStash(event.sessionId);
+      const boot = await bootstrapContext(event, deps);
+      return withContext(event.hookEventName, [stashed, boot].filter(Boolean).join('\n\n') || undefined);
+    }
     case 'SessionStart':
       return event.source === 'compact' ? withContext(event.hookEventName, await compactionRecovery(event, deps)) : undefined;
+    case 'PostToolUse': {
+      // The first event after PostCompact that may add context to the next request.
+      const stashed = deps.takeStash(event.sessionId);
+      return withContext(event.hookEventName, stashed);
+    }
+    case 'PostCompact':
+      await recordCompaction(event, deps);
+      return undefined;
     case 'SessionEnd':
-      await endSession(event, daemonSessionId(event), deps);
+      await endSession(event, await daemonSessionId(event), deps);
       return undefined;
     default:
       deps.note('hook event not handled', { event: event.hookEventName });

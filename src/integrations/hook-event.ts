@@ -20,6 +20,8 @@ export interface HookEvent {
   readonly reason?: string;
   /** PreCompact / PostCompact: manual | auto. */
   readonly trigger?: string;
+  /** PostCompact (Claude Code 2.1.x): the summary the agent's own compaction produced. */
+  readonly compactSummary?: string;
 }
 
 /** Largest hook input read from stdin. */
@@ -49,6 +51,7 @@ export function parseHookEvent(text: string): HookEvent {
     return s === undefined ? {} : { [key]: s };
   };
   const t = pick('transcript_path');
+  const summary = optString(o, 'compact_summary');
   return {
     hookEventName,
     sessionId,
@@ -58,5 +61,6 @@ export function parseHookEvent(text: string): HookEvent {
     ...pick('source'),
     ...pick('reason'),
     ...pick('trigger'),
+    ...(summary !== undefined ? { compactSummary: summary } : {}),
   };
 }

@@ -5,7 +5,7 @@
  * Everything else in the file (other settings, the user's own hooks) is kept as it was.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 
 /** One hook contextd installs. */
@@ -14,7 +14,15 @@ export interface HookSpec {
   readonly matcher?: string;
   /** Seconds the agent waits for the hook. */
   readonly timeoutSec: number;
+  /**
+   * Run contextd only while a stash is pending (a shell test on the pending dir), so a hook on a
+   * frequent event (every tool call) costs a `test`, not a Node start.
+   */
+  readonly onlyWhenPending?: boolean;
 }
+
+/** The directory where hooks stash text for a later hook of the same session. */
+export const PENDING_DIR = 'hooks-pending';
 
 type Json = Record<string, unknown>;
 
@@ -80,12 +88,14 @@ export function withoutHooks(doc: Json, isOurs: (command: string) => boolean): {
 }
 
 /** The document with contextd's hooks (replacing any earlier contextd hooks: idempotent). */
-export function withHooks(doc: Json, specs: readonly HookSpec[], command: string, isOurs: (command: string) => boolean): Json {
+export function withHooks(doc: Json, specs: readonly HookSpec[], command: string, isOurs: (command: string) => boolean, stateDir: string): Json {
   const base = withoutHooks(doc, isOurs).doc;
   const hooks: Json = isObj(base['hooks']) ? { ...base['hooks'] } : {};
   for (const s of specs) {
     const groups = Array.isArray(hooks[s.event]) ? [...(hooks[s.event] as unknown[])] : [];
-    groups.push({ ...(s.matcher !== undefined ? { matcher: s.matcher } : {}), hooks: [{ type: 'command', command, timeout: s.timeoutSec }] });
+    const pending = shellQuote(join(stateDir, PENDING_DIR));
+    const cmd = s.onlyWhenPending ? `if [ -n "$(ls -A ${pending} 2>/dev/null)" ]; then exec ${command}; else cat >/dev/null; fi` : command;
+    groups.push({ ...(s.matcher !== undefined ? { matcher: s.matcher } : {}), hooks: [{ type: 'command', command: cmd, timeout: s.timeoutSec }] });
     hooks[s.event] = groups;
   }
   return { ...base, hooks };

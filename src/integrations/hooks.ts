@@ -6,11 +6,16 @@
  * opens a socket or a database itself.
  */
 import { readFileSync, existsSync } from 'node:fs';
-import { readTranscriptFile } from '../ingest/decoder.js';
+import type { TranscriptFile } from '../ingest/decoder.js';
 import type { Message } from '../model/messages.js';
-import { handleFor } from '../compact/planner.js';
 import type { HookEvent } from './hook-event.js';
-import { lostFacts } from './lost-facts.js';
+
+// The transcript reader and the planner pull in tiktoken and the adapters: loaded only on the
+// paths that read a transcript, so a first-prompt hook starts as fast as Node does.
+async function readTranscript(path: string): Promise<TranscriptFile> {
+  const { readTranscriptFile } = await import('../ingest/decoder.js');
+  return readTranscriptFile(path);
+}
 
 /** A warm bootstrap, as `warm.bootstrap` returns it. */
 export interface BootstrapAnswer {
@@ -36,6 +41,10 @@ export interface HookDeps {
   archive(entry: ArchiveEntry): void;
   /** Token budget of a bootstrap (default 2000). */
   readonly bootstrapBudget: number;
+  /** Keep text for this session until the next hook of it takes it (PostCompact → SessionStart). */
+  stash(sessionId: string, text: string): void;
+  /** Take (and remove) what was stashed for this session. */
+  takeStash(sessionId: string): string | undefined;
   /** Record why something was skipped (never shown to the agent). */
   note(msg: string, fields?: Record<string, unknown>): void;
 }
@@ -75,48 +84,48 @@ export async function bootstrapContext(event: HookEvent, deps: HookDeps): Promis
   return [`contextd warm start: what earlier sessions on similar tasks learned (${answer.tokens} tokens).`, ...body].join('\n\n');
 }
 
-/** Messages before the agent's last compaction boundary, and its summary after it. */
+/** Messages before the agent's last compaction boundary, its summary, and the live context. */
 export interface CompactionSplit {
   readonly before: Message[];
   readonly summary: string;
+  /** Whether the transcript holds a boundary at all. */
+  readonly compacted: boolean;
+  /** Messages after the last boundary (all of them when there is none). */
+  readonly live: Message[];
 }
 
-/** Split a transcript at its last compaction (`reset` event); undefined when it has none. */
-export async function splitAtCompaction(transcriptPath: string): Promise<CompactionSplit | undefined> {
-  const file = await readTranscriptFile(transcriptPath);
+/**
+ * Split a transcript at its last compaction (`reset` event). Without a boundary (yet), all
+ * messages are "before" and the summary is empty.
+ */
+export async function splitAtCompaction(transcriptPath: string): Promise<CompactionSplit> {
+  const file = await readTranscript(transcriptPath);
   let before: Message[] = [];
   let current: Message[] = [];
-  let sawReset = false;
+  let compacted = false;
   for (const e of file.events) {
     if (e.type === 'reset') {
       before = current.length > 0 ? current : before;
       current = [];
-      sawReset = true;
+      compacted = true;
     } else if (e.type === 'message') current.push(e.message);
   }
-  if (!sawReset) return undefined;
+  if (!compacted) return { before: current, summary: '', compacted, live: current };
   const summary = current
-    .filter((m) => m.isSummary || (m.role === 'user' && m.text.length > 0))
+    .filter((m) => m.isSummary)
     .map((m) => m.text)
     .join('\n');
-  return { before, summary };
+  return { before, summary, compacted, live: current };
 }
 
-/**
- * After the agent compacted its own context: what its summary lost, with a recall handle for
- * the archived originals; undefined when nothing was lost (or there was no compaction).
- */
-export async function compactionRecovery(event: HookEvent, deps: HookDeps): Promise<string | undefined> {
-  if (!event.transcriptPath) return undefined;
-  const split = await splitAtCompaction(event.transcriptPath);
-  if (!split || split.before.length === 0) {
-    deps.note('no compaction boundary in the transcript', { transcript: event.transcriptPath });
-    return undefined;
-  }
-  const lost = lostFacts(split.before, split.summary);
+/** The re-injection text for `before` checked against `summary`; archives the originals. */
+async function recoveryText(sessionId: string, before: readonly Message[], summary: string, deps: HookDeps): Promise<string | undefined> {
+  if (before.length === 0) return undefined;
+  const [{ lostFacts }, { handleFor }] = await Promise.all([import('./lost-facts.js'), import('../compact/planner.js')]);
+  const lost = lostFacts(before, summary);
   if (lost.lines.length === 0) return undefined;
-  const handle = handleFor(event.sessionId, split.before);
-  deps.archive({ handle, sessionId: event.sessionId, reason: 'agent-compaction', messages: split.before });
+  const handle = handleFor(sessionId, before);
+  deps.archive({ handle, sessionId, reason: 'agent-compaction', messages: before });
   return [
     `contextd: the compaction summary of this session left out facts from the earlier conversation. They still hold:`,
     ...lost.lines,
@@ -124,10 +133,40 @@ export async function compactionRecovery(event: HookEvent, deps: HookDeps): Prom
   ].join('\n');
 }
 
+/**
+ * PostCompact (the summary is in the event, the boundary not yet in the transcript): work out
+ * what the summary lost and stash it for the SessionStart(compact) hook that follows, which
+ * is the event allowed to add context.
+ */
+export async function recordCompaction(event: HookEvent, deps: HookDeps): Promise<void> {
+  if (!event.transcriptPath || event.compactSummary === undefined) return;
+  const split = await splitAtCompaction(event.transcriptPath);
+  // The boundary of this compaction is not written yet: the live context is all since the last one.
+  const text = await recoveryText(event.sessionId, split.live, event.compactSummary, deps);
+  if (text) deps.stash(event.sessionId, text);
+}
+
+/**
+ * After the agent compacted its own context: what its summary lost, with a recall handle for
+ * the archived originals; undefined when nothing was lost. Uses what PostCompact stashed, else
+ * (agents that write the boundary before this hook) the transcript's last boundary.
+ */
+export async function compactionRecovery(event: HookEvent, deps: HookDeps): Promise<string | undefined> {
+  const stashed = deps.takeStash(event.sessionId);
+  if (stashed) return stashed;
+  if (!event.transcriptPath) return undefined;
+  const split = await splitAtCompaction(event.transcriptPath);
+  if (!split.compacted) {
+    deps.note('no compaction summary: neither a PostCompact hook nor a boundary in the transcript', { transcript: event.transcriptPath });
+    return undefined;
+  }
+  return await recoveryText(event.sessionId, split.before, split.summary, deps);
+}
+
 /** success when the last turn ended after a passing tool result, failure when the last tool result failed. */
 export async function sessionOutcome(transcriptPath: string | undefined): Promise<'success' | 'failure' | 'unknown'> {
   if (!transcriptPath || !existsSync(transcriptPath)) return 'unknown';
-  const file = await readTranscriptFile(transcriptPath);
+  const file = await readTranscript(transcriptPath);
   let lastTool: Message | undefined;
   let endedTurn = false;
   for (const e of file.events) {

@@ -1,7 +1,11 @@
 /**
  * Where each agent keeps its hook settings and which hooks contextd installs there.
  * - Claude Code: `~/.claude/settings.json`; UserPromptSubmit (warm bootstrap on the first
- *   prompt), SessionStart with matcher `compact` (re-inject what its compaction lost),
+ *   prompt), PostCompact (check the summary it carries, archive the originals) and SessionStart
+ *   with matcher `compact`. Claude Code 2.1.330 fires SessionStart(compact) *before* PostCompact
+ *   and PostCompact cannot add context, so what the summary lost is stashed by PostCompact and
+ *   injected by the next hook that can add context: PostToolUse (installed behind a shell guard
+ *   that starts contextd only while something is stashed) or UserPromptSubmit,
  *   SessionEnd (`session.end`).
  * - Codex CLI: `$CODEX_HOME/hooks.json` (default `~/.codex`); UserPromptSubmit and SessionEnd.
  *   Codex 0.169 fires no SessionStart after its own compaction (its sources are startup,
@@ -21,6 +25,8 @@ export const HOOK_TIMEOUT_SEC = 10;
 export const HOOK_SPECS: Readonly<Record<AgentName, readonly HookSpec[]>> = {
   'claude-code': [
     { event: 'UserPromptSubmit', timeoutSec: HOOK_TIMEOUT_SEC },
+    { event: 'PostCompact', timeoutSec: HOOK_TIMEOUT_SEC },
+    { event: 'PostToolUse', timeoutSec: HOOK_TIMEOUT_SEC, onlyWhenPending: true },
     { event: 'SessionStart', matcher: 'compact', timeoutSec: HOOK_TIMEOUT_SEC },
     { event: 'SessionEnd', timeoutSec: HOOK_TIMEOUT_SEC },
   ],
@@ -45,11 +51,11 @@ export interface InstallResult {
 }
 
 /** Merge contextd's hooks for `agent` into its settings file, running `command`. Idempotent. */
-export function installHooks(agent: AgentName, settingsPath: string, command: string): InstallResult {
+export function installHooks(agent: AgentName, settingsPath: string, command: string, stateDir: string): InstallResult {
   const doc = readSettings(settingsPath);
   const isOurs = isContextdHookCommand(agent);
   const removed = withoutHooks(doc, isOurs).removed;
-  writeSettings(settingsPath, withHooks(doc, HOOK_SPECS[agent], command, isOurs));
+  writeSettings(settingsPath, withHooks(doc, HOOK_SPECS[agent], command, isOurs, stateDir));
   return { settings: settingsPath, events: HOOK_SPECS[agent].map((s) => s.event), removed };
 }
 

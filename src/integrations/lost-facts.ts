@@ -36,10 +36,12 @@ function unresolvedError(messages: readonly Message[]): string[] {
 }
 
 /** Check `summary` against the facts of `before`; return what it lost. */
-export function lostFacts(before: readonly Message[], summary: string): LostFacts {
+export function lostFacts(all: readonly Message[], summary: string): LostFacts {
+  // Harness-injected text (skill listings, reminders) is re-sent by the agent itself.
+  const before = all.filter((m) => !m.injected);
   const goal = lastUserPrompt(before);
-  const all = keyFacts(before, goal ? [...contentTerms(goal)] : [], []);
-  const facts: KeyFacts = { ...all, errors: unresolvedError(before), values: [] };
+  const found = keyFacts(before, goal ? [...contentTerms(goal)] : [], []);
+  const facts: KeyFacts = { ...found, errors: unresolvedError(before), values: [] };
   const check = ensureSurvival(summary, facts);
   if (check.missing.length === 0) return { lines: [], checked: check.checked };
   const lines = check.content

@@ -8,6 +8,7 @@
  * provider's prompt cache keeps hitting. A new plan is made only when a request crosses the
  * reserve, and it plans down to reserve + hysteresis, so rewrites come in batches.
  */
+import { createHash } from 'node:crypto';
 import type { Message } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
@@ -72,6 +73,7 @@ export class Conversation {
   private saved = 0;
   private ids: string[] = [];
   private readonly replacements = new Map<string, Replacement>();
+  /** Digests of the items of the list last forwarded. */
   private lastSent: string[] | undefined;
   private readonly summaryCache = new SummaryCache();
   private queue: Promise<unknown> = Promise.resolve();
@@ -103,7 +105,8 @@ export class Conversation {
     if (this.model.headroom().headroom < this.model.budget().reserveRatio) plan = await this.plan(parsed);
     const edits = this.itemEdits(parsed);
     const out = edits.size > 0 ? format.render(body, edits) : body;
-    const sent = listOf(format.name, out).map((m) => canonicalJson(m));
+    // kept as digests: a conversation holds its last forwarded list only to compare prefixes
+    const sent = listOf(format.name, out).map((m) => createHash('sha256').update(canonicalJson(m)).digest('base64'));
     const prev = this.lastSent;
     const prefixKept = prev === undefined || (prev.length <= sent.length && prev.every((m, i) => m === sent[i]));
     const cacheBreak = extended && !prefixKept;

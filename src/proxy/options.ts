@@ -13,7 +13,6 @@ export const PROXY_DEFAULTS = Object.freeze({
   upstreamTimeoutMs: 600_000,
   streamIdleTimeoutMs: 300_000,
   maxConversations: 256,
-  recallTool: false,
 });
 
 const httpUrl = z
@@ -31,8 +30,6 @@ export const proxyConfigSchema = z
     upstreamTimeoutMs: z.number().int().positive().optional(),
     streamIdleTimeoutMs: z.number().int().positive().optional(),
     maxConversations: z.number().int().positive().optional(),
-    /** Offer the model a `contextd_recall` tool answered by the proxy (changes the prompt; off by default). */
-    recallTool: z.boolean().optional(),
   })
   .strict();
 export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
@@ -46,7 +43,6 @@ export interface ProxyOptions {
   readonly upstreamTimeoutMs: number;
   readonly streamIdleTimeoutMs: number;
   readonly maxConversations: number;
-  readonly recallTool: boolean;
   /** Conversations idle this long are forgotten (the archive keeps their originals). */
   readonly idleTimeoutMs: number;
   readonly budgetTokens: number | undefined;
@@ -84,7 +80,6 @@ export function resolveProxyOptions(
     upstreamTimeoutMs: config.upstreamTimeoutMs ?? PROXY_DEFAULTS.upstreamTimeoutMs,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs ?? PROXY_DEFAULTS.streamIdleTimeoutMs,
     maxConversations: config.maxConversations ?? PROXY_DEFAULTS.maxConversations,
-    recallTool: config.recallTool ?? PROXY_DEFAULTS.recallTool,
     idleTimeoutMs: loop.idleTimeoutMs,
     budgetTokens: loop.budgetTokens,
     reserveRatio: loop.reserveRatio,

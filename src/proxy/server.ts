@@ -153,7 +153,7 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     this.sweepTimer = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, Math.floor(this.options.idleTimeoutMs / 4))));
     this.sweepTimer.unref();
     const a = this.address();
-    this.log.info({ host: a.host, port: a.port, upstreams: { anthropic: this.options.upstreams.anthropic, openai: this.options.upstreams.openai }, recallTool: this.options.recallTool }, 'proxy listening');
+    this.log.info({ host: a.host, port: a.port, upstreams: { anthropic: this.options.upstreams.anthropic, openai: this.options.upstreams.openai } }, 'proxy listening');
   }
 
   /** Stop accepting, let requests in flight finish (cut after `graceMs`), forget nothing stored. Idempotent. */

@@ -18,6 +18,8 @@ export const ErrorCode = {
   SOCKET_PATH_TOO_LONG: 'SOCKET_PATH_TOO_LONG',
   UNKNOWN_SESSION: 'UNKNOWN_SESSION',
   UNKNOWN_HANDLE: 'UNKNOWN_HANDLE',
+  UNKNOWN_TEMPLATE: 'UNKNOWN_TEMPLATE',
+  FILE_UNREADABLE: 'FILE_UNREADABLE',
   PLAN_EXPIRED: 'PLAN_EXPIRED',
   BUDGET_UNREACHABLE: 'BUDGET_UNREACHABLE',
   SUMMARIZER_FAILED: 'SUMMARIZER_FAILED',
@@ -48,6 +50,24 @@ export function isContextdError(err: unknown, code?: ErrorCode): err is Contextd
 }
 
 /** A short, single-line description of any thrown value, safe for logs. */
+const FILE_ERRNO_WORDS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file or folder',
+  EISDIR: 'it is a folder, not a file',
+  ENOTDIR: 'a part of the path is not a folder',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EMFILE: 'too many open files',
+  ELOOP: 'too many symbolic links',
+  ENAMETOOLONG: 'the path is too long',
+};
+
+/** A file-system failure as one coded error that names the path and the real cause in words. */
+export function fileError(path: string, err: unknown, doing = 'cannot read'): ContextdError {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const reason = (code !== undefined ? FILE_ERRNO_WORDS[code] : undefined) ?? describeError(err);
+  return new ContextdError(ErrorCode.FILE_UNREADABLE, `${doing} ${path}: ${reason}`, { path, ...(code !== undefined ? { errno: code } : {}) });
+}
+
 export function describeError(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);

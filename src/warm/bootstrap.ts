@@ -69,7 +69,7 @@ export function testTemplate(templateId: string, request: BootstrapRequest, deps
   const budgetTokens = checkBudget(request.budgetTokens ?? DEFAULT_BOOTSTRAP_BUDGET);
   const now = (deps.now ?? Date.now)();
   const t = deps.store.get(templateId, now);
-  if (!t) throw new ContextdError(ErrorCode.USAGE, `no template ${templateId}`, { templateId });
+  if (!t) throw new ContextdError(ErrorCode.UNKNOWN_TEMPLATE, `no template ${templateId}`, { templateId });
   const repo = request.repo ? normalizeRepo(request.repo) : undefined;
   const rendered = renderBootstrap({ templates: [t], knowledge: t.knowledge, patterns: deps.store.patterns(repo ?? t.repo), budgetTokens, repo }, deps.tokenCounter);
   return { templateIds: rendered.templateIds, messages: rendered.messages, tokens: rendered.tokens };

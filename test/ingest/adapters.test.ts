@@ -261,7 +261,7 @@ describe('codex adapter', () => {
   });
 
   it('decodes output shapes', () => {
-    expect(decodeCodexOutput('{"output":"x","metadata":{"exit_code":0}}')).toEqual({ text: 'x', isError: false, imageCount: 0 });
+    expect(decodeCodexOutput('{"output":"x","metadata":{"exit_code":0}}')).toEqual({ text: 'x', isError: false, imageCount: 0, exitCode: 0 });
     expect(decodeCodexOutput('[{"type":"text","text":"a"},{"type":"input_image","image_url":"data:"}]')).toEqual({ text: 'a', isError: false, imageCount: 1 });
     expect(decodeCodexOutput('plain')).toEqual({ text: 'plain', isError: false, imageCount: 0 });
     expect(decodeCodexOutput({ content: 'nope', success: false }).isError).toBe(true);

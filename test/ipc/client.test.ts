@@ -103,6 +103,7 @@ describe('ContextdClient ↔ RpcServer', () => {
     const server = res.server({
       socketPath,
       closeGraceMs: 20,
+      drainTimeoutMs: 50, // close() waits this long for the reply that never comes, then drops it
       handlers: { hang: () => (started(), new Promise(() => undefined)) },
     });
     await server.listen();
@@ -122,7 +123,11 @@ describe('ContextdClient ↔ RpcServer', () => {
 
   it('times out a request the daemon never answers', async () => {
     const socketPath = path.join(res.tmpDir(), 'contextd.sock');
-    const server = res.server({ socketPath, handlers: { hang: () => new Promise(() => undefined) } });
+    const server = res.server({
+      drainTimeoutMs: 50, // the handler never answers: close() must not wait for it
+      socketPath,
+      handlers: { hang: () => new Promise(() => undefined) },
+    });
     await server.listen();
     const client = res.client({ socketPath, clientInfo, requestTimeoutMs: 50 });
     await client.connect();

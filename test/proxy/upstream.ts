@@ -5,7 +5,7 @@
  * middle of a stream, or silence.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { LoopbackServer } from './loopback.js';
 
 export interface Recorded {
   readonly method: string;
@@ -24,7 +24,7 @@ export type Behaviour =
 export class ScriptedUpstream {
   readonly requests: Recorded[] = [];
   private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
+  private readonly loopback: LoopbackServer;
   /** Answers requests; the default echoes a small Anthropic message. */
   behave: (r: Recorded) => Behaviour = () => ({ kind: 'json', body: anthropicMessage('ok') });
   /** Bytes written in the body of each response, in order. */
@@ -34,20 +34,15 @@ export class ScriptedUpstream {
 
   constructor() {
     this.server = createServer((req, res) => void this.handle(req, res));
-    this.server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
+    this.loopback = new LoopbackServer(this.server);
   }
 
-  async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  start(): Promise<string> {
+    return this.loopback.start();
   }
 
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  close(): Promise<void> {
+    return this.loopback.close();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -89,7 +89,7 @@ describe('contextd warm CLI', () => {
     const state = join(tempDir(), 'state');
     const [file] = writeTranscripts(tempDir(), [generateTranscript('claude-code', { seed: 3 })]);
     await run('harvest', file ?? '', '--state', state, '--json');
-    await expect(run('show', 't-000000000000', '--state', state)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'USAGE'));
+    await expect(run('show', 't-000000000000', '--state', state)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'UNKNOWN_TEMPLATE'));
     await expect(run('delete', 't-000000000000', '--state', state)).rejects.toThrow(/no template/);
     await expect(run('bootstrap', 'x', '--budget', '-3', '--state', state)).rejects.toThrow(/--budget must be a positive integer/);
     await expect(run('list', '--state', join(tempDir(), 'nothing-here'))).rejects.toThrow(/no contextd state/);

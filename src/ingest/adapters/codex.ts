@@ -81,6 +81,8 @@ class CodexAdapter implements TranscriptAdapter {
   private readonly callNames = new Map<string, string>();
   private lastMessageId: string | undefined;
   private lastUsageKey: string | undefined;
+  /** Tokens of the last token_usage_record not yet matched by its token_count twin. */
+  private recordedTokens: number | undefined;
   private model: string | undefined;
   private contextWindow: number | undefined;
   private turnOpen = false;
@@ -133,6 +135,9 @@ class CodexAdapter implements TranscriptAdapter {
         return;
       case 'compacted':
         this.onCompacted(payload, offset, timestamp, out);
+        return;
+      case 'token_usage_record':
+        this.onUsageRecord(payload, out);
         return;
       default:
         out.push({ type: 'unknown', lineType: type });
@@ -257,6 +262,21 @@ class CodexAdapter implements TranscriptAdapter {
     }
   }
 
+  /**
+   * Codex 0.169+ writes `token_usage_record` right after the response it measures, before the
+   * tool output that follows; its `event_msg/token_count` twin comes after that output. The
+   * record is the correctly placed report (our count then matches what was sent), so it is
+   * used, and the token_count carrying the same figure is skipped.
+   */
+  private onUsageRecord(p: JsonObject, out: TranscriptEvent[]): void {
+    const usage = obj(p['usage']);
+    if (usage === undefined) return;
+    const tokens = (num(usage['input_tokens']) ?? 0) + (num(usage['output_tokens']) ?? 0);
+    if (tokens <= 0) return;
+    this.recordedTokens = tokens;
+    out.push(this.lastMessageId !== undefined ? { type: 'usage', contextTokens: tokens, atMessageId: this.lastMessageId } : { type: 'usage', contextTokens: tokens });
+  }
+
   private onEvent(p: JsonObject, timestamp: number | undefined, out: TranscriptEvent[]): void {
     const type = str(p['type']);
     if (type === 'token_count') {
@@ -270,6 +290,9 @@ class CodexAdapter implements TranscriptAdapter {
       this.lastUsageKey = key;
       const tokens = (num(last['input_tokens']) ?? 0) + (num(last['output_tokens']) ?? 0);
       if (tokens <= 0) return;
+      const recorded = this.recordedTokens;
+      this.recordedTokens = undefined;
+      if (recorded === tokens) return;
       out.push(this.lastMessageId !== undefined ? { type: 'usage', contextTokens: tokens, atMessageId: this.lastMessageId } : { type: 'usage', contextTokens: tokens });
     } else if (type === 'task_started') {
       this.contextWindowMeta(num(p['model_context_window']), out);

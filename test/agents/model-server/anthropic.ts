@@ -25,7 +25,8 @@ function blocks(content: unknown): Json[] {
  * before it, and every `tool_use` is answered in the message right after it. Returns the 400
  * message, or undefined when the conversation is well formed.
  */
-export function anthropicPairingError(messages: readonly unknown[]): string | undefined {
+export function anthropicPairingError(all: readonly unknown[]): string | undefined {
+  const messages = conversational(all);
   for (let i = 0; i < messages.length; i++) {
     const msg = messages[i];
     if (!isObj(msg)) return `messages.${i}: not an object`;
@@ -51,9 +52,17 @@ export function anthropicPairingError(messages: readonly unknown[]): string | un
   return undefined;
 }
 
+/**
+ * The user/assistant turns of `messages`. Claude Code 2.1.x also sends `role: "system"` entries
+ * inside `messages` (environment, reminders); they sit between turns and pair nothing.
+ */
+function conversational(messages: readonly unknown[]): unknown[] {
+  return messages.filter((m) => !(isObj(m) && m['role'] === 'system'));
+}
+
 /** How an Anthropic request's conversation ends. */
 export function anthropicConversationEnd(body: Json): ConversationEnd {
-  const messages = Array.isArray(body['messages']) ? body['messages'] : [];
+  const messages = conversational(Array.isArray(body['messages']) ? body['messages'] : []);
   const last = messages.at(-1);
   if (!isObj(last) || last['role'] !== 'user') return { kind: 'none' };
   const bs = blocks(last['content']);

@@ -1,0 +1,58 @@
+/**
+ * `contextd fork`: a compacted, resumable copy of a Claude Code session or a Codex rollout,
+ * written beside the original in the agent's own line format with a new session id.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ContextdError, ErrorCode } from '../../util/errors.js';
+import type { ArchiveEntry } from '../hooks.js';
+import { claudeForkLines, newClaudeSessionId } from './claude.js';
+import { codexForkLines, codexRolloutName, newCodexSessionId } from './codex.js';
+import { layoutFork } from './plan.js';
+
+export interface ForkResult {
+  readonly sessionId: string;
+  readonly file: string;
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+  readonly edits: number;
+}
+
+function parsedLines(file: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const v: unknown = JSON.parse(line);
+      if (typeof v === 'object' && v !== null && !Array.isArray(v)) out.push(v as Record<string, unknown>);
+    } catch {
+      // A torn or foreign line: the decoder already counted it; the fork carries only parsed state.
+    }
+  }
+  return out;
+}
+
+/**
+ * Write the fork of `file` compacted to `budgetTokens`. `archive` receives the originals of
+ * every edit before the file is written, so every handle a summary quotes can be recalled.
+ */
+export async function forkSession(file: string, budgetTokens: number, archive: (entries: readonly ArchiveEntry[]) => void, now: Date = new Date()): Promise<ForkResult> {
+  const layout = await layoutFork(file, budgetTokens);
+  let sessionId: string;
+  let out: string;
+  let lines: string[];
+  if (layout.format === 'claude-code') {
+    sessionId = newClaudeSessionId();
+    out = join(dirname(file), `${sessionId}.jsonl`);
+    lines = claudeForkLines(layout, sessionId, now);
+  } else if (layout.format === 'codex') {
+    sessionId = newCodexSessionId(now);
+    out = join(dirname(file), codexRolloutName(sessionId, now));
+    lines = codexForkLines(layout, sessionId, parsedLines(file), now);
+  } else {
+    throw new ContextdError(ErrorCode.FORK_FAILED, `${file} is a ${layout.format} transcript; fork writes Claude Code sessions and Codex rollouts only`, { file, format: layout.format });
+  }
+  archive(layout.archive);
+  writeFileSync(out, `${lines.join('\n')}\n`, { mode: 0o600, flag: 'wx' });
+  return { sessionId, file: out, tokensBefore: layout.tokensBefore, tokensAfter: layout.tokensAfter, edits: layout.edits.length };
+}

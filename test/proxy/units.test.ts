@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { anthropicFormat, openaiChatFormat, openaiResponsesFormat, parseListen, resolveProxyOptions, routeOf, sessionFromUserId, sessionHint, type ItemEdit } from '../../src/proxy/index.js';
+import { optionsFrom } from '../../src/cli/daemon.js';
+import { anthropicProblems, chatProblems, responsesProblems } from './validate.js';
+
+describe('session matching', () => {
+  it('reads the Claude Code header, both metadata.user_id forms, and the Codex ids', () => {
+    const uuid = '5f1c2d3e-0000-4000-8000-00000000abcd';
+    expect(sessionHint({ 'x-claude-code-session-id': uuid }, {})).toBe(uuid);
+    expect(sessionFromUserId(JSON.stringify({ device_id: 'd', account_uuid: 'a', session_id: uuid }))).toBe(uuid);
+    expect(sessionFromUserId(`user_abc123_account_def_session_${uuid}`)).toBe(uuid);
+    expect(sessionHint({}, { metadata: { user_id: JSON.stringify({ session_id: uuid }) } })).toBe(uuid);
+    expect(sessionHint({ session_id: 'codex-1' }, {})).toBe('codex-1');
+    expect(sessionHint({}, { prompt_cache_key: 'codex-2' })).toBe('codex-2');
+    // ids that could smuggle anything into a session name are ignored
+    expect(sessionHint({ 'x-claude-code-session-id': '../../etc/passwd' }, {})).toBeUndefined();
+    expect(sessionHint({}, {})).toBeUndefined();
+  });
+
+  it('routes paths to providers and formats', () => {
+    expect(routeOf('/v1/messages?beta=true', {}).format?.name).toBe('anthropic');
+    expect(routeOf('/v1/messages/count_tokens', {})).toEqual({ provider: 'anthropic', format: undefined });
+    expect(routeOf('/v1/chat/completions', {}).format?.name).toBe('openai-chat');
+    expect(routeOf('/v1/responses', {}).format?.name).toBe('openai-responses');
+    expect(routeOf('/v1/models', { 'anthropic-version': '2023-06-01' }).provider).toBe('anthropic');
+    expect(routeOf('/v1/models', {}).provider).toBe('openai');
+  });
+});
+
+describe('proxy options', () => {
+  it('parses listen addresses and rejects bad ones with the field name', () => {
+    expect(parseListen('127.0.0.1:8787')).toEqual({ host: '127.0.0.1', port: 8787 });
+    expect(parseListen('8787')).toEqual({ host: '127.0.0.1', port: 8787 });
+    expect(parseListen('[::1]:9000')).toEqual({ host: '::1', port: 9000 });
+    expect(() => parseListen('localhost')).toThrow(/proxy\.listen/);
+    expect(() => parseListen('host:99999')).toThrow(/proxy\.listen/);
+    expect(resolveProxyOptions(undefined, { idleTimeoutMs: 1, budgetTokens: undefined, reserveRatio: 0.15, hysteresis: 0.1 })).toBeUndefined();
+  });
+
+  it('merges --proxy and upstream flags over the config file field by field', () => {
+    const o = optionsFrom({ proxy: '127.0.0.1:0', openaiUpstream: 'http://127.0.0.1:8000/v1', watch: ['/tmp'], socket: '/tmp/x.sock', state: '/tmp/s' }, {});
+    expect(o.proxy?.port).toBe(0);
+    expect(o.proxy?.upstreams).toEqual({ anthropic: 'https://api.anthropic.com', openai: 'http://127.0.0.1:8000/v1' });
+    expect(optionsFrom({ watch: ['/tmp'], socket: '/tmp/x.sock', state: '/tmp/s' }, {}).proxy).toBeUndefined();
+    expect(() => optionsFrom({ proxy: '127.0.0.1:0', anthropicUpstream: 'ftp://x', watch: ['/tmp'] }, {})).toThrow(/upstreams\.anthropic/);
+  });
+});
+
+const drop = (locs: string[], insertAt: string, text = 'SUMMARY [contextd recall h_0123456789abcdef]'): Map<string, ItemEdit> =>
+  new Map(locs.map((l) => [l, l === insertAt ? { drop: true, insert: { role: 'assistant' as const, text } } : { drop: true }]));
+
+describe('provider formats', () => {
+  it('Anthropic: no edits render the same messages; a replaced call leaves its sibling and merges emptied turns', () => {
+    const body = {
+      model: 'claude-x',
+      messages: [
+        { role: 'user', content: 'do it' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'Read', input: { p: 1 } }, { type: 'tool_use', id: 'b', name: 'Read', input: { p: 2 } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: 'A' }, { type: 'tool_result', tool_use_id: 'b', content: 'B' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'c', name: 'Bash', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c', content: 'C' }, { type: 'text', text: 'more' }] },
+        { role: 'assistant', content: [{ type: 'text', text: 'done' }] },
+        { role: 'user', content: 'next' },
+      ],
+    };
+    expect(anthropicFormat.render(body, new Map())).toEqual(body);
+    const p = anthropicFormat.parse(body);
+    expect(p.items.map((i) => i.loc)).toEqual(['0', '1.0', '1.1', '2.0', '2.1', '3.0', '4.0', '4.1', '5.0', '6']);
+    expect(p.protectedFrom).toBe(8);
+    const one = anthropicFormat.render(body, drop(['1.0', '2.0'], '1.0'));
+    expect(anthropicProblems(one)).toEqual([]);
+    const both = anthropicFormat.render(body, drop(['1.0', '1.1', '2.0', '2.1', '3.0', '4.0'], '1.0'));
+    expect(anthropicProblems(both)).toEqual([]);
+    // the emptied user turn went and the summary merged with the next assistant turn
+    expect((both['messages'] as unknown[]).length).toBe(5);
+  });
+
+  it('OpenAI chat: a replaced call leaves its sibling call; a replaced pair leaves a valid list', () => {
+    const body = {
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } }, { id: 'b', type: 'function', function: { name: 'g', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 'a', content: 'A' },
+        { role: 'tool', tool_call_id: 'b', content: 'B' },
+        { role: 'user', content: 'next' },
+      ],
+    };
+    expect(openaiChatFormat.render(body, new Map())).toEqual(body);
+    const out = openaiChatFormat.render(body, drop(['2.t0', '3'], '2.t0'));
+    expect(chatProblems(out)).toEqual([]);
+    expect((out['messages'] as { content: unknown }[])[2]?.content).toContain('SUMMARY');
+    const all = openaiChatFormat.render(body, drop(['2.t0', '2.t1', '3', '4'], '2.t0'));
+    expect(chatProblems(all)).toEqual([]);
+  });
+
+  it('OpenAI Responses: a reasoning item goes with the call that followed it', () => {
+    const body = {
+      input: [
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'go' }] },
+        { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'xx' },
+        { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: 'out' },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'next' }] },
+      ],
+    };
+    expect(openaiResponsesFormat.render(body, new Map())).toEqual(body);
+    const out = openaiResponsesFormat.render(body, drop(['2', '3'], '2'));
+    expect(responsesProblems(out)).toEqual([]);
+    expect((out['input'] as { type: string }[]).map((i) => i.type)).toEqual(['message', 'message', 'message']);
+  });
+});
