@@ -12,14 +12,14 @@
  *    week before 8 May 2023)", "last year (2022)");
  *  - negations are always kept, so a compressed line never flips a statement.
  * Compression grows in steps until the text fits its budget: (0) filler dropped; (1) function
- * words dropped (telegraphic); (2) words the span already said dropped, lines grouped per
+ * words dropped (telegraphic; text/words.ts FUNCTION_WORDS); (2) words the span already said dropped, lines grouped per
  * speaker between date headings; then short words go (≥ 4, 5 … 8 characters kept), from the
  * oldest lines on. The first step that fits wins.
  * Nothing is invented: every word printed is a word of the originals, a date heading, or a
  * date resolved from one.
  */
 import type { Message } from '../../model/messages.js';
-import { STOPWORDS } from '../../text/index.js';
+import { FUNCTION_WORDS } from '../../text/index.js';
 import type { SummarizeInput } from '../types.js';
 
 const CHARS_PER_TOKEN = 3.5;
@@ -170,7 +170,7 @@ function isContent(w: string): boolean {
   const l = w.toLowerCase().replace(/['’]s$/, '');
   if (isNegation(w)) return true;
   if (/\d/.test(w)) return true;
-  return !STOPWORDS.has(l) && !FILLER.has(l) && !/^(?:i['’](?:m|ve|d|ll)|it['’]s|that['’]s|you['’](?:re|ve|ll|d)|we['’](?:re|ve|ll)|they['’](?:re|ve|ll)|let['’]s|there['’]s|what['’]s)$/i.test(w);
+  return !FUNCTION_WORDS.has(l) && !FILLER.has(l) && !/^(?:i['’](?:m|ve|d|ll)|it['’]s|that['’]s|you['’](?:re|ve|ll|d)|we['’](?:re|ve|ll)|they['’](?:re|ve|ll)|let['’]s|there['’]s|what['’]s)$/i.test(w);
 }
 
 /** True when a sentence says nothing but pleasantries. */
