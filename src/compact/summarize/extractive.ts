@@ -23,7 +23,9 @@ import {
 } from '../../text/index.js';
 import { describeCall, describeEdits, describeOutcome, editGists, resultText, toolOutcome } from '../outcome.js';
 import { toolAction } from '../../model/toolargs.js';
-import { isConversational, spanSummary } from './span.js';
+import { imageNote, isConversational, spanSummary } from './span.js';
+
+export { imageNote } from './span.js';
 import type { Summarizer, SummarizeInput } from '../types.js';
 
 export const DEFAULT_SUMMARY_TOKENS = 300;
@@ -83,12 +85,6 @@ export function collectFacts(input: SummarizeInput): Fact[] {
   const lastAssistant = [...input.messages].reverse().find((m) => m.role === 'assistant' && m.text.trim().length > 0);
   for (const m of input.messages) messageFacts(m, add, m === lastAssistant, mentioned, calls);
   return facts;
-}
-
-/** The note that stands for images a summary replaces: `[2 images omitted — recall h_…]`. */
-export function imageNote(count: number, handle: string | undefined): string {
-  const what = count === 1 ? 'image' : `${count} images`;
-  return handle ? `[${what} omitted — recall ${handle}]` : `[${what} omitted]`;
 }
 
 type Add = (g: Group, t: string, p: number) => void;

@@ -130,11 +130,21 @@ export function resolveDates(text: string, day: Day | undefined): string {
   });
 }
 
-/** True when every message is conversational: user/assistant text, no tool calls or results. */
+/** The note that stands for images a summary replaces: `[2 images omitted — recall h_…]`. */
+export function imageNote(count: number, handle: string | undefined): string {
+  const what = count === 1 ? 'image' : `${count} images`;
+  return handle ? `[${what} omitted — recall ${handle}]` : `[${what} omitted]`;
+}
+
+/**
+ * True when every message is conversational: user/assistant text (or a pasted image), no tool
+ * calls or results.
+ */
 export function isConversational(messages: readonly Message[]): boolean {
   return (
     messages.length > 0 &&
-    messages.every((m) => (m.role === 'user' || m.role === 'assistant') && !m.toolCalls?.length && (m.text ?? '').trim().length > 0)
+    messages.some((m) => (m.text ?? '').trim().length > 0) &&
+    messages.every((m) => (m.role === 'user' || m.role === 'assistant') && !m.toolCalls?.length && ((m.text ?? '').trim().length > 0 || (m.imageCount ?? 0) > 0))
   );
 }
 
@@ -291,9 +301,10 @@ function render(lines: readonly Line[], step: number, header: string, cutBefore 
   return out.join('\n');
 }
 
-/** Summary header: what was replaced, without naming internal section ids. */
-function headerOf(messages: readonly Message[], step: number): string {
-  return `Earlier conversation, ${messages.length} messages${step === 0 ? ' (filler dropped)' : ', content words'}:`;
+/** Summary header: what was replaced (and any images, with the recall handle), without naming internal section ids. */
+function headerOf(messages: readonly Message[], step: number, handle?: string): string {
+  const images = messages.reduce((n, m) => n + (m.imageCount ?? 0), 0);
+  return `Earlier conversation, ${messages.length} messages${step === 0 ? ' (filler dropped)' : ', content words'}:${images > 0 ? ` ${imageNote(images, handle)}` : ''}`;
 }
 
 /** The span of `messages` rendered at one compression step (0–3), without a budget. */
@@ -307,11 +318,11 @@ export function spanSummary(input: SummarizeInput): string {
   const lines = linesOf(input.messages);
   let text = '';
   for (let step = 0; step <= 2; step++) {
-    text = render(lines, step, headerOf(input.messages, step));
+    text = render(lines, step, headerOf(input.messages, step, input.handle));
     if (text.length <= maxChars) return text;
   }
   // Still too long: shorter words go, from the oldest lines on, until it fits.
-  const header = headerOf(input.messages, 2);
+  const header = headerOf(input.messages, 2, input.handle);
   for (const minLength of [4, 5, 6, 7, 8]) {
     let lo = 0;
     let hi = lines.length;
