@@ -371,7 +371,12 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
   const all = keyFacts(messages, b.refs.goalWords(), keyTerms);
   // In conversation, "must"/"always" mostly chat ("that must have been fun"): only standing
   // constraints are re-injected; the span summary keeps the rest of the words.
-  const facts = isConversational(messages) ? { ...all, constraints: all.constraints.filter(isStandingConstraint) } : all;
+  // In tool work, an older user request is no anchor any more: a short one survives as said.
+  const requests = messages
+    .filter((m) => m.role === 'user' && !m.injected && !m.isSummary)
+    .map((m) => (m.text ?? '').trim().replace(/\s+/g, ' '))
+    .filter((t) => t.length >= 15 && t.length <= 240);
+  const facts = isConversational(messages) ? { ...all, constraints: all.constraints.filter(isStandingConstraint) } : { ...all, constraints: [...all.constraints, ...requests] };
   const check = ensureSurvival(`[contextd recall ${handle}] ${raw}`, facts);
   const role: 'user' | 'assistant' = messages.every((m) => m.role === 'user') ? 'user' : 'assistant';
   const scores: Record<string, ScoreFactors> = {};
