@@ -31,10 +31,11 @@ import { seededRandom } from '../util/random.js';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { benchLocomo, locomoFile } from './locomo.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { readTranscriptFile } from '../ingest/decoder.js';
 import { SessionModel } from '../model/index.js';
-import { createTokenCounter } from '../model/tokens.js';
+import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { archiveEntries, compactWithStrategy, planCompaction, SummaryCache, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
 import { extractConfigValues, extractErrorLines, sentences } from '../text/index.js';
 import { toolAction } from '../model/toolargs.js';
@@ -262,6 +263,20 @@ export interface RetentionOptions {
   /** Run the 200k-token plan timing (default true). */
   readonly timing?: boolean;
   readonly strategies?: readonly StrategyName[];
+  /** LoCoMo data (see locomo.ts): a directory holding locomo-dev.json; default `$CONTEXTD_LOCOMO`. */
+  readonly locomoDir?: string;
+}
+
+/** The LoCoMo part: measured when the data is there, else a line saying how to run it. */
+async function locomoPart(opts: RetentionOptions, counter: TokenCounter): Promise<Record<string, unknown>> {
+  const file = locomoFile(opts.locomoDir);
+  if (!file) return { skipped: 'LoCoMo not found: set CONTEXTD_LOCOMO or pass --locomo DIR (a directory with locomo-dev.json)' };
+  const archiveDir = mkdtempSync(join(tmpdir(), 'contextd-bench-locomo-'));
+  try {
+    return await benchLocomo({ file, counter, archiveDir, ...(opts.strategies ? { strategies: opts.strategies } : {}) });
+  } finally {
+    rmSync(archiveDir, { recursive: true, force: true });
+  }
 }
 
 /** Run the retention bench; returns one JSON-able report. */
@@ -380,8 +395,9 @@ export async function benchRetention(opts: RetentionOptions): Promise<Record<str
       });
     }
   }
+  const locomo = await locomoPart(opts, counter);
   const timing = opts.timing === false ? undefined : await planTiming(counter);
-  return { bench: 'retention', sessions: perSession.length, skipped, table, stateProbes: stateTable, perSession, timing, elapsedMs: Date.now() - started };
+  return { bench: 'retention', sessions: perSession.length, skipped, table, stateProbes: stateTable, perSession, locomo, timing, elapsedMs: Date.now() - started };
 }
 
 /** Plan time for a ~200k-token generated session, and a re-plan after one appended line. */

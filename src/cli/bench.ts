@@ -32,7 +32,7 @@ function positive(name: string, v: string | undefined): number | undefined {
   return n;
 }
 
-async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: LoadFlags = {}): Promise<Record<string, unknown>> {
+async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: LoadFlags = {}, locomoDir?: string): Promise<Record<string, unknown>> {
   switch (scenario) {
     case 'load': {
       const { benchLoad } = await import('../bench/load.js');
@@ -67,7 +67,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
     }
     case 'retention': {
       const { benchRetention } = await import('../bench/retention.js');
-      return benchRetention({ corpusDir });
+      return benchRetention({ corpusDir, ...(locomoDir !== undefined ? { locomoDir } : {}) });
     }
     case 'hooks': {
       const { benchHooks } = await import('../bench/hooks.js');
@@ -92,13 +92,14 @@ export function registerBench(program: Command): void {
     .description('run benchmark scenarios and print their figures as JSON')
     .argument('[scenario]', SCENARIOS.join('|'), 'all')
     .option('--corpus <dir>', 'folder of real transcripts (default $CONTEXTD_CORPUS)')
+    .option('--locomo <dir>', 'retention: LoCoMo data, a folder with locomo-dev.json (default $CONTEXTD_LOCOMO)')
     .option('--json', 'print JSON (always on; accepted for symmetry)')
     .option('--duration <s>', 'load: seconds of load (default 60)')
     .option('--sessions <n>', 'load: sessions (default 50)')
     .option('--rate <n>', 'load: lines per second per session (default 20)')
     .option('--idle <s>', 'load: seconds idle after the load before RSS is read again (default 20)')
     .option('--cli <path>', 'load: another build\'s dist/src/cli/main.js to measure (before/after)')
-    .action(async (scenario: string, flags: { corpus?: string } & LoadFlags) => {
+    .action(async (scenario: string, flags: { corpus?: string; locomo?: string } & LoadFlags) => {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
       const corpusDir = corpusFolder(flags.corpus) ?? '';
       if (NEEDS_CORPUS.has(scenario as Scenario)) {
@@ -107,7 +108,8 @@ export function registerBench(program: Command): void {
       }
       const list = scenario === 'all' ? (['ingest', 'plan', 'retention', 'warm', 'latency', 'proxy'] as const) : [scenario as Exclude<Scenario, 'all'>];
       const results: Record<string, unknown> = {};
-      for (const s of list) results[s] = await run(s, corpusDir, flags);
+      if (flags.locomo !== undefined && !existsSync(join(flags.locomo, 'locomo-dev.json'))) throw usageError(`no locomo-dev.json in ${flags.locomo}`);
+      for (const s of list) results[s] = await run(s, corpusDir, flags, flags.locomo);
       printJson({ node: process.version, platform: `${process.platform}-${process.arch}`, cpus: (await import('node:os')).cpus().length, ...(list.length === 1 ? results[list[0] as string] as object : results), benchPeakRssMiB: peakRssMiB() });
     });
 }

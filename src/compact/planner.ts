@@ -12,8 +12,10 @@ import type { ScoreFactors, Section } from '../model/types.js';
 import { runDetectors } from './detectors/index.js';
 import { textOf } from './detectors/util.js';
 import { ReferenceIndex } from './keyterms.js';
-import { buildUnits, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
+import { buildUnits, CONVERSATIONAL_KINDS, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
 import { createExtractiveSummarizer } from './summarize/extractive.js';
+import { isConversational } from './summarize/span.js';
+import { isStandingConstraint } from '../model/classify.js';
 import { ensureSurvival, keyFacts } from './survival.js';
 import { BoundedMemo, memoList, memoMessage } from './memo.js';
 import { fnv1a64, contentTerms } from '../text/index.js';
@@ -176,7 +178,11 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   const refs = new ReferenceIndex(model.messages(), ctx.goal);
   const compactable = units.reduce((n, u) => n + u.section.tokens, 0);
   const need = tokensBefore - target;
-  let ratio = compactable > need ? Math.min(0.2, Math.max(0.03, ((compactable - need) / compactable) * 0.5)) : 0.03;
+  // Summaries of tool work pick a few facts (fixed size); span summaries of conversation render
+  // every line compressed, so their size follows the originals: the more of the compactable
+  // text is conversation, the larger the starting ratio.
+  const chat = units.reduce((n, u) => n + (CONVERSATIONAL_KINDS.has(u.section.kind) ? u.section.tokens : 0), 0) / Math.max(1, compactable);
+  let ratio = compactable > need ? Math.min(0.2 + 0.15 * chat, Math.max(0.03, ((compactable - need) / compactable) * (0.5 + 0.4 * chat))) : 0.03;
   let extra = 0;
   let records: EditRecord[] = [];
   const b: BuildContext = { sessionId, summarizer, counter, refs, goal: ctx.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_' };
@@ -196,8 +202,10 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
     extra += after - target;
     ratio = Math.max(0.02, ratio * 0.6);
   }
-  records = giveBack(records, tokensBefore - target, units);
+  // Slack goes to longer summaries first (facts kept across the whole span), then whatever
+  // is still over-saved gives back whole edits.
   records = await spendSlack(model, records, tokensBefore - target, b);
+  records = giveBack(records, tokensBefore - target, units);
   const edits = records.map((r) => r.edit);
   const survival: SurvivalReport = {
     checked: records.reduce((n, r) => n + r.checked, 0),
@@ -360,7 +368,15 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     raw = await b.summarizer.summarize(input, b.signal);
     b.cache?.set(cacheKey, raw);
   }
-  const facts = keyFacts(messages, b.refs.goalWords(), keyTerms);
+  const all = keyFacts(messages, b.refs.goalWords(), keyTerms);
+  // In conversation, "must"/"always" mostly chat ("that must have been fun"): only standing
+  // constraints are re-injected; the span summary keeps the rest of the words.
+  // In tool work, an older user request is no anchor any more: a short one survives as said.
+  const requests = messages
+    .filter((m) => m.role === 'user' && !m.injected && !m.isSummary)
+    .map((m) => (m.text ?? '').trim().replace(/\s+/g, ' '))
+    .filter((t) => t.length >= 15 && t.length <= 240);
+  const facts = isConversational(messages) ? { ...all, constraints: all.constraints.filter(isStandingConstraint) } : { ...all, constraints: [...all.constraints, ...requests] };
   const check = ensureSurvival(`[contextd recall ${handle}] ${raw}`, facts);
   const role: 'user' | 'assistant' = messages.every((m) => m.role === 'user') ? 'user' : 'assistant';
   const scores: Record<string, ScoreFactors> = {};

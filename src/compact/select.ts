@@ -71,9 +71,42 @@ export function buildUnits(sections: readonly Section[], candidates: readonly Ca
   return units;
 }
 
+/**
+ * A run whose summary would exceed MAX_SUMMARY_TOKENS is cut into nearly equal pieces (whole
+ * sections), so a long conversation becomes a few span summaries each within the cap instead
+ * of one squeezed far below its share.
+ */
+function splitLong(run: Unit[], ratio: number): Unit[][] {
+  const tokens = run.reduce((n, u) => n + u.section.tokens, 0);
+  const pieces = Math.ceil((tokens * ratio) / MAX_SUMMARY_TOKENS);
+  if (pieces <= 1 || run.length < 2) return [run];
+  const size = tokens / pieces;
+  const out: Unit[][] = [[]];
+  let acc = 0;
+  for (const u of run) {
+    const cur = out[out.length - 1] as Unit[];
+    if (cur.length > 0 && acc + u.section.tokens / 2 > size * out.length && out.length < pieces) out.push([u]);
+    else cur.push(u);
+    acc += u.section.tokens;
+  }
+  return out;
+}
+
+/** Section kinds whose runs become span summaries (see summarize/span.ts). */
+export const CONVERSATIONAL_KINDS: ReadonlySet<string> = new Set(['user-instruction', 'user-message', 'assistant-text']);
+
+/**
+ * Tokens a unit saves. A conversational turn joins its neighbours in one span summary, so it
+ * costs its share of that summary (no per-edit minimum): a chat of many short turns compacts.
+ */
+function unitSaving(u: Unit, ratio: number): number {
+  if (u.reason === 'low-score' && CONVERSATIONAL_KINDS.has(u.section.kind)) return u.section.tokens * (1 - ratio);
+  return u.section.tokens - summaryBudget(u.section.tokens, ratio, u.reason);
+}
+
 /** Value lost per token saved. */
 export function unitCost(u: Unit, ratio: number): number {
-  const saved = u.section.tokens - summaryBudget(u.section.tokens, ratio, u.reason);
+  const saved = unitSaving(u, ratio);
   if (saved <= 0) return Number.POSITIVE_INFINITY;
   return (REASON_DISCOUNT[u.reason] * Math.max(u.section.score, 1e-6) * u.section.tokens) / saved;
 }
@@ -101,7 +134,7 @@ export function selectRuns(units: readonly Unit[], opts: SelectOptions): Selecte
   for (const { u } of ranked) {
     if (saved >= opts.needTokens) break;
     chosen.push(u);
-    saved += u.section.tokens - summaryBudget(u.section.tokens, opts.ratio, u.reason);
+    saved += unitSaving(u, opts.ratio);
   }
   // small low-score sections next to a chosen low-score run ride along (too small alone)
   const chosenIdx = new Map(chosen.filter((u) => u.reason === 'low-score').map((u) => [u.index, u]));
@@ -128,7 +161,7 @@ export function selectRuns(units: readonly Unit[], opts: SelectOptions): Selecte
     if (last && mergeable) last.push(u);
     else runs.push([u]);
   }
-  return runs.map((run) => {
+  return runs.flatMap((run) => splitLong(run, opts.ratio)).map((run) => {
     const first = run[0] as Unit;
     const tokensBefore = run.reduce((n, u) => n + u.section.tokens, 0);
     const mixed = run.some((u) => u.reason !== first.reason || u.group !== first.group);

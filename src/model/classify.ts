@@ -43,3 +43,28 @@ export function isDecisionText(text: string): boolean {
   const head = text.length > 20_000 ? text.slice(0, 20_000) : text;
   return DECISION.test(head);
 }
+
+/**
+ * A standing constraint, preference or convention the user states for the rest of the session:
+ * a sentence that opens with a directive ("never …", "always …", "don't …", "make sure …",
+ * "avoid …", "only …", "stick to …", "prefer …"), or that sets a rule ("you/we must …",
+ * "must not", "from now on", "going forward", "as a rule", "I prefer", "our convention is",
+ * "we use … for …"). Conversational mentions ("I always loved painting", "I don't know") are
+ * not constraints: the directive must lead the sentence or be addressed as a rule.
+ */
+const CONSTRAINT_LEAD = /^(?:please\s+)?(?:never|always|don['’]t|do not|dont|make sure|ensure|avoid|only|stick (?:to|with)|prefer|keep (?:using|it|the|all|every)|use only|no more)\b/i;
+const CONSTRAINT_RULE =
+  /\b(?:(?:you|we) (?:must|mustn['’]t|should never|should always|need to always)|must not|must never|must always|from now on|going forward|as a rule|(?:i|we) (?:prefer|['’]d prefer|would prefer)|(?:our|the) (?:convention|rule|house style|coding style) is|we (?:always|never) (?:use|write|run|commit|put|name))\b/i;
+/** Longest user text (chars) still read whole for constraints. */
+const CONSTRAINT_SCAN_CHARS = 20_000;
+
+/** True when user text states a standing constraint, preference or convention. */
+export function isStandingConstraint(text: string): boolean {
+  const head = text.length > CONSTRAINT_SCAN_CHARS ? text.slice(0, CONSTRAINT_SCAN_CHARS) : text;
+  if (CONSTRAINT_RULE.test(head)) return true;
+  for (const s of head.split(/(?<=[.!?;])\s+|\n+/)) {
+    const t = s.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, '').trim();
+    if (CONSTRAINT_LEAD.test(t)) return true;
+  }
+  return false;
+}

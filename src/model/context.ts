@@ -4,7 +4,7 @@
  * Internal to the model; `SessionModel` is the public face.
  */
 import type { Message } from './messages.js';
-import { isAcknowledgement, isDecisionText, looksLikeAgentSummary } from './classify.js';
+import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
 import { similarity } from './density.js';
 import {
   buildEntry,
@@ -222,7 +222,8 @@ export class LiveContext {
     if (message.role === 'user') {
       const ack = isAcknowledgement(message.text);
       const base: SectionBase = message.injected || ack ? 'user-message' : 'instruction';
-      this.pushRec(this.newRec(base, entry.frags, { ack }));
+      const constraint = base === 'instruction' && isStandingConstraint(message.text);
+      this.pushRec(this.newRec(base, entry.frags, { ack, constraint }));
       return;
     }
 
@@ -256,7 +257,7 @@ export class LiveContext {
   newRec(
     base: SectionBase,
     frags: Fragment[],
-    extra: Partial<Pick<SectionRec, 'callId' | 'toolName' | 'ack' | 'decision' | 'summary'>> = {},
+    extra: Partial<Pick<SectionRec, 'callId' | 'toolName' | 'ack' | 'decision' | 'constraint' | 'summary'>> = {},
   ): SectionRec {
     const rec: SectionRec = {
       id: `s${this.nextSectionNo++}`,
@@ -267,6 +268,7 @@ export class LiveContext {
       stats: EMPTY_TERM_STATS,
       ack: false,
       decision: false,
+      constraint: false,
       features: undefined,
       maxNewer: 0,
       maxNewerRec: undefined,

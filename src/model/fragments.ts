@@ -64,6 +64,8 @@ export interface SectionRec {
   ack: boolean;
   /** Assistant text states a decision / plan / conclusion. */
   decision: boolean;
+  /** User text states a standing constraint, preference or convention. */
+  constraint: boolean;
   features: DensityFeatures | undefined;
   /** Highest similarity to a newer live section of the same group (0 when none). */
   maxNewer: number;

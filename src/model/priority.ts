@@ -9,20 +9,25 @@
  * (or `error-trace`); agent or contextd summaries → `summary`.
  *
  * Priorities:
- * - critical: system prompts, user instructions (hence the current goal);
- * - high: summaries; assistant text stating a decision / plan / conclusion (see
- *   `isDecisionText`) or closing a finished turn (its final answer);
+ * - critical: system prompts, the current goal, user instructions stating a standing
+ *   constraint, preference or convention (see `isStandingConstraint`);
+ * - high: other user instructions (older requests and conversational turns); summaries;
+ *   assistant text stating a decision / plan / conclusion (see `isDecisionText`) or closing a
+ *   finished turn (its final answer);
  * - medium: other assistant text, reasoning, error traces, injected user content, pending calls,
  *   tool outputs not matching the low rule;
  * - low: acknowledgements; tool outputs (tool-call / tool-output) that are large
  *   (≥ LARGE_TOOL_OUTPUT_TOKENS), stale (ageTurns ≥ STALE_TOOL_OUTPUT_TURNS) or superseded (a
  *   newer output of the same tool is ≥ SUPERSEDED_SIMILARITY similar).
  *
- * Anchors (never compacted): system prompts; every real user instruction (including the
- * current goal); key decisions — assistant text matching the decision patterns and no larger
- * than KEY_DECISION_MAX_TOKENS (a huge report is high priority but may be summarized); pending
- * tool calls (the agent is waiting on them). Final answers that state no decision are high
- * priority but not anchors.
+ * Anchors (never compacted): system prompts; the current goal (the latest real user
+ * instruction); standing constraints, preferences and conventions the user stated (no larger
+ * than KEY_DECISION_MAX_TOKENS); key decisions — assistant text matching the decision patterns
+ * and no larger than KEY_DECISION_MAX_TOKENS (a huge report is high priority but may be
+ * summarized); pending tool calls (the agent is waiting on them). Older user requests and
+ * conversational turns are not anchors: they are compacted (span summaries keep their facts)
+ * when the budget needs it. Final answers that state no decision are high priority but not
+ * anchors.
  */
 import type { Priority, SectionKind } from './types.js';
 import { hasPart, type SectionRec } from './fragments.js';
@@ -67,13 +72,18 @@ export interface PriorityInput {
   readonly ack: boolean;
   readonly decision: boolean;
   readonly final: boolean;
+  /** A user instruction stating a standing constraint / preference / convention. */
+  readonly constraint: boolean;
+  /** The current goal (latest user instruction). */
+  readonly isGoal: boolean;
 }
 
 export function priorityOf(p: PriorityInput): Priority {
   switch (p.kind) {
     case 'system':
-    case 'user-instruction':
       return 'critical';
+    case 'user-instruction':
+      return p.isGoal || p.constraint ? 'critical' : 'high';
     case 'summary':
       return 'high';
     case 'assistant-text':
@@ -102,10 +112,12 @@ export interface AnchorInput {
   readonly pending: boolean;
   readonly tokens: number;
   readonly decision: boolean;
+  readonly constraint: boolean;
   readonly isGoal: boolean;
 }
 
 export function isAnchor(a: AnchorInput): boolean {
-  if (a.kind === 'system' || a.kind === 'user-instruction' || a.pending || a.isGoal) return true;
+  if (a.kind === 'system' || a.pending || a.isGoal) return true;
+  if (a.kind === 'user-instruction') return a.constraint && a.tokens <= KEY_DECISION_MAX_TOKENS;
   return a.kind === 'assistant-text' && a.decision && a.tokens <= KEY_DECISION_MAX_TOKENS;
 }

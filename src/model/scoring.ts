@@ -96,10 +96,12 @@ export function scoreAll(ctx: ScoringContext): Section[] {
       ack: rec.ack,
       decision: rec.decision,
       final: finals.has(rec),
+      constraint: rec.constraint,
+      isGoal: i === goalIdx,
     }),
   );
   const anchors = recs.map((rec, i) =>
-    isAnchor({ kind: kinds[i]!, pending: pendings[i]!, tokens: rec.tokens, decision: rec.decision, isGoal: i === goalIdx }),
+    isAnchor({ kind: kinds[i]!, pending: pendings[i]!, tokens: rec.tokens, decision: rec.decision, constraint: rec.constraint, isGoal: i === goalIdx }),
   );
 
   // Relevance against the goal + anchors.

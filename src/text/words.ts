@@ -21,6 +21,20 @@ export const STOPWORDS: ReadonlySet<string> = new Set(
   can't don't won't isn't aren't wasn't weren't it's i'm you're we're they're that's let's ok okay yes yeah hi hello thanks thank`.split(/\s+/),
 );
 
+/**
+ * Function words: articles, pronouns, auxiliaries, conjunctions and the commonest
+ * prepositions — the grammar a telegraphic rendering can drop without changing what a
+ * sentence says. Shorter than STOPWORDS on purpose: verbs and adverbs that carry meaning in
+ * conversation ("make", "like", "want", "need", "more", "about", "after", "before") stay.
+ * Span summaries (compact/summarize/span.ts) use it.
+ */
+export const FUNCTION_WORDS: ReadonlySet<string> = new Set(
+  `the a an and or but if then so for to of in on at by with from into onto is are was were be been being am
+  it its this that these those i me my mine we us our you your he him his she her they them their there here
+  do does did doing have has had having can could will would shall should may might must
+  which who whom whose what as than too very just also`.split(/\s+/),
+);
+
 /** Words agents say in every turn ("file", "think", "going"): no signal for content terms. */
 const FILLER: ReadonlySet<string> = new Set(
   'while done because file line lines going think know upon'.split(' '),

@@ -102,13 +102,17 @@ describe('SessionModel kinds, priorities and anchors', () => {
       asst('a1', 'Let me look at the code.'),
       asst('a2', 'The root cause is an off-by-one in the lexer; I will fix the bounds check.'),
       user('u2', 'ok'),
+      user('uc', 'Never push to main; always open a pull request.'),
       user('u3', 'Now also add a regression test for the lexer'),
       msg({ id: 'sm', role: 'user', text: 'Earlier conversation summary', isSummary: true }),
     ]);
     const byId = new Map(m.sections().map((s) => [s.messageIds[0], s]));
     expect(byId.get('s0')).toMatchObject({ kind: 'system', priority: 'critical', anchor: true });
     expect(byId.get('u0')).toMatchObject({ kind: 'user-message', priority: 'medium', anchor: false });
-    expect(byId.get('u1')).toMatchObject({ kind: 'user-instruction', priority: 'critical', anchor: true });
+    // An older request is not an anchor (its facts are kept by summaries) but ranks high.
+    expect(byId.get('u1')).toMatchObject({ kind: 'user-instruction', priority: 'high', anchor: false });
+    // A standing constraint stays verbatim.
+    expect(byId.get('uc')).toMatchObject({ kind: 'user-instruction', priority: 'critical', anchor: true });
     expect(byId.get('a1')).toMatchObject({ kind: 'assistant-text', priority: 'medium', anchor: false });
     expect(byId.get('a2')).toMatchObject({ kind: 'assistant-text', priority: 'high', anchor: true });
     expect(byId.get('u2')).toMatchObject({ kind: 'user-message', priority: 'low', anchor: false });
@@ -118,8 +122,8 @@ describe('SessionModel kinds, priorities and anchors', () => {
     expect(m.goal()).toEqual({ text: 'Now also add a regression test for the lexer', sectionId: byId.get('u3')?.id });
     // Turns start at each instruction.
     expect(byId.get('u1')?.recency.turn).toBe(1);
-    expect(byId.get('u3')?.recency.turn).toBe(2);
-    expect(byId.get('a2')?.recency.ageTurns).toBe(1);
+    expect(byId.get('u3')?.recency.turn).toBe(3);
+    expect(byId.get('a2')?.recency.ageTurns).toBe(2);
   });
 
   it('marks the last assistant text of a finished turn high priority', () => {

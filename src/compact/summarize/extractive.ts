@@ -23,6 +23,9 @@ import {
 } from '../../text/index.js';
 import { describeCall, describeEdits, describeOutcome, editGists, resultText, toolOutcome } from '../outcome.js';
 import { toolAction } from '../../model/toolargs.js';
+import { imageNote, isConversational, spanSummary } from './span.js';
+
+export { imageNote } from './span.js';
 import type { Summarizer, SummarizeInput } from '../types.js';
 
 export const DEFAULT_SUMMARY_TOKENS = 300;
@@ -82,12 +85,6 @@ export function collectFacts(input: SummarizeInput): Fact[] {
   const lastAssistant = [...input.messages].reverse().find((m) => m.role === 'assistant' && m.text.trim().length > 0);
   for (const m of input.messages) messageFacts(m, add, m === lastAssistant, mentioned, calls);
   return facts;
-}
-
-/** The note that stands for images a summary replaces: `[2 images omitted — recall h_…]`. */
-export function imageNote(count: number, handle: string | undefined): string {
-  const what = count === 1 ? 'image' : `${count} images`;
-  return handle ? `[${what} omitted — recall ${handle}]` : `[${what} omitted]`;
 }
 
 type Add = (g: Group, t: string, p: number) => void;
@@ -214,8 +211,12 @@ export function describeSections(input: SummarizeInput): string {
   return `Compacted ${parts.join(', ')} (${input.reason}).${images > 0 ? ` ${imageNote(images, input.handle)}` : ''}`;
 }
 
-/** Synchronous core of the extractive summarizer. */
+/**
+ * Synchronous core of the extractive summarizer. A run of conversational messages (no tool
+ * calls) becomes a span summary (span.ts): every line compressed, not a pick of facts.
+ */
 export function extractiveSummary(input: SummarizeInput): string {
+  if (isConversational(input.messages)) return spanSummary(input);
   const maxChars = Math.max(120, Math.floor((input.maxTokens ?? DEFAULT_SUMMARY_TOKENS) * CHARS_PER_TOKEN));
   return renderFacts(collectFacts(input), maxChars, describeSections(input));
 }
