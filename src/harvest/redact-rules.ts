@@ -116,8 +116,14 @@ function classSwitches(s: string): number {
   return n;
 }
 
+/** A path from the root whose first folder is a plain name (`/tmp/…`, `/home/…`, `/work/…`). */
+const ABSOLUTE_PATH = /^\/[a-z][a-z0-9_.-]{0,15}\//;
+
 /** The entropy rule's test (see the file comment for the trade-off). */
 export function looksRandom(token: string): boolean {
+  // An absolute path (`/tmp/contextd-aB3x9Q/a/b.jsonl`) is judged run by run (between `/`, `-`
+  // and `_`): a temp folder's random suffix is not a key, while a key standing in it still is.
+  if (ABSOLUTE_PATH.test(token)) return token.split(/[/_-]/).some((run) => run.length >= 24 && looksRandom(run));
   const t = token.replace(/^[-_/=+]+|[-_/=+]+$/g, '');
   if (t.length < 24) return false;
   if (/^[0-9a-f]+$/i.test(t) || UUID.test(t)) return false;

@@ -55,6 +55,8 @@ export function isDecisionText(text: string): boolean {
 const CONSTRAINT_LEAD = /^(?:please\s+)?(?:never|always|don['’]t|do not|dont|make sure|ensure|avoid|only|stick (?:to|with)|prefer|keep (?:using|it|the|all|every)|use only|no more)\b/i;
 const CONSTRAINT_RULE =
   /\b(?:(?:you|we) (?:must|mustn['’]t|should never|should always|need to always)|must not|must never|must always|from now on|going forward|as a rule|(?:i|we) (?:prefer|['’]d prefer|would prefer)|(?:our|the) (?:convention|rule|house style|coding style) is|we (?:always|never) (?:use|write|run|commit|put|name))\b/i;
+/** A sentence labelled as a rule: "Constraint: …", "Rules: …", "Important: …". */
+const CONSTRAINT_LABEL = /^(?:constraints?|rules?|requirements?|important|policy)\s*:\s*\S/i;
 /** Longest user text (chars) still read whole for constraints. */
 const CONSTRAINT_SCAN_CHARS = 20_000;
 
@@ -64,7 +66,7 @@ export function isStandingConstraint(text: string): boolean {
   if (CONSTRAINT_RULE.test(head)) return true;
   for (const s of head.split(/(?<=[.!?;])\s+|\n+/)) {
     const t = s.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, '').trim();
-    if (CONSTRAINT_LEAD.test(t)) return true;
+    if (CONSTRAINT_LABEL.test(t) || CONSTRAINT_LEAD.test(t)) return true;
   }
   return false;
 }

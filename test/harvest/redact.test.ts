@@ -66,6 +66,12 @@ describe('redact', () => {
     expect(r.findings).toEqual([]);
   });
 
+  it('judges an absolute path by its folders: a temp suffix is kept, a key as a folder is not', () => {
+    expect(looksRandom('/tmp/contextd-harvest-aB3xY9Qz/a/bad')).toBe(false);
+    expect(looksRandom('/tmp/contextd-harvest-Zq81Kd/subdir-7Hx2Lp/a/b/one')).toBe(false);
+    expect(looksRandom('/srv/keys/Xk29Vb7Qm3Lp8Rt5Wz1Nc6Hd4')).toBe(true);
+  });
+
   it('catches random base62 tokens by entropy, whatever their prefix (property)', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 1_000_000 }), fc.constantFrom('', 'tok_', 'key-', 'X'), (seed, prefix) => {

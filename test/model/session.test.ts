@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isContextdError } from '../../src/util/errors.js';
 import { SessionModel, MESSAGE_OVERHEAD_TOKENS, type Section } from '../../src/model/index.js';
+import { isStandingConstraint } from '../../src/model/classify.js';
 import { asst, call, callMsg, msg, result, sys, user } from './helpers.js';
 
 function sum(sections: readonly Section[]): number {
@@ -334,5 +335,13 @@ describe('SessionModel.replaceSections', () => {
     expect(copy.tokens()).toBe(m.tokens());
     // A contextd summary is recognised again by its id.
     expect(copy.sections().filter((s) => s.compacted).map((s) => s.messageIds)).toEqual([['summary:e3']]);
+  });
+});
+
+describe('standing constraints', () => {
+  it('reads a sentence labelled as a rule ("Constraint: …") as one; a mention is not', () => {
+    expect(isStandingConstraint('Refactor the payments package. Constraint: keep the public signatures in payments/api.py.')).toBe(true);
+    expect(isStandingConstraint('Rules: tabs, not spaces.')).toBe(true);
+    expect(isStandingConstraint('The constraint solver failed again, can you look?')).toBe(false);
   });
 });

@@ -215,6 +215,15 @@ class ContextdEngine(ContextEngine):
         self._recompute_threshold()
         return res
 
+    @staticmethod
+    def _decline(c: ContextdClient, plan_id: str, reason: str) -> None:
+        """Tell the daemon a plan was not applied; one already superseded needs no answer."""
+        try:
+            c.ack(plan_id, False, reason=reason)
+        except ContextdRpcError as err:
+            if err.code != PLAN_EXPIRED:
+                raise
+
     def _apply(self, c: ContextdClient, messages: List[Dict[str, Any]], plan: Dict[str, Any]) -> Optional[List[Dict[str, Any]]]:
         """Apply what can be applied of ``plan`` to ``messages``, ack it, return the new list (None: nothing applied)."""
         if not plan.get("edits") or plan.get("dryRun"):
@@ -222,11 +231,11 @@ class ContextdEngine(ContextEngine):
         result = apply_plan(messages, plan)
         problems = tool_pair_problems(result.messages) if result.applied else []
         if problems:  # belt and braces: never hand hermes a broken list
-            c.ack(plan["planId"], False, reason=f"result would break tool pairs: {problems[0]}")
+            self._decline(c, plan["planId"], f"result would break tool pairs: {problems[0]}")
             return None
         reason = "; ".join(f"{eid}: {why}" for eid, why in result.skipped) or None
         if not result.applied:
-            c.ack(plan["planId"], False, reason=reason or "no edit applicable")
+            self._decline(c, plan["planId"], reason or "no edit applicable")
             return None
         try:
             ack = c.ack(plan["planId"], True, result.applied, reason)
