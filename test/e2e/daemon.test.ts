@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../../src/ipc/client.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
 import { generateTranscript } from '../fixtures/transcripts.js';
-import { runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
+import { runCli, spawnDaemon, type SpawnedDaemon, subscribeWhenSeen } from './spawn.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -37,19 +37,6 @@ async function client(socket: string): Promise<ContextdClient> {
   await c.connect();
   cleanups.push(() => c.close());
   return c;
-}
-
-/** Subscribe once the daemon has read the first line of `file`. */
-async function subscribeWhenSeen(c: ContextdClient, file: string, timeoutMs = 15_000): Promise<string> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return (await c.subscribe({ transcriptPath: file })).sessionId;
-    } catch (err) {
-      if (Date.now() > until) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 }
 
 function nextPlan(c: ContextdClient, sessionId: string, timeoutMs = 20_000): Promise<WirePlan> {

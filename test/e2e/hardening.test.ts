@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ContextdClient, type WirePlan } from '../../src/ipc/client.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
-import { spawnDaemon, type SpawnedDaemon } from './spawn.js';
+import { spawnDaemon, type SpawnedDaemon, subscribeWhenSeen } from './spawn.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -45,18 +45,6 @@ async function client(socket: string): Promise<ContextdClient> {
   await c.connect();
   cleanups.push(() => c.close());
   return c;
-}
-
-async function subscribeWhenSeen(c: ContextdClient, file: string, timeoutMs = 15_000): Promise<string> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return (await c.subscribe({ transcriptPath: file })).sessionId;
-    } catch (err) {
-      if (Date.now() > until) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 }
 
 function nextPlan(c: ContextdClient, timeoutMs: number): Promise<WirePlan> {

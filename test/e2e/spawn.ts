@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
+import type { ContextdClient } from '../../src/ipc/client.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 
@@ -100,4 +101,17 @@ export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, tim
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Subscribe once the daemon has read the first line of `file` (retried until `timeoutMs`). */
+export async function subscribeWhenSeen(c: ContextdClient, file: string, timeoutMs = 15_000): Promise<string> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return (await c.subscribe({ transcriptPath: file })).sessionId;
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
