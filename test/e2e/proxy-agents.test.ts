@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { codingTask, codingWorkspaceFiles, startModelServer, type ModelServer } from '../agents/model-server/index.js';
+import { RECALL_CALL_RE, RECALL_TOOL, codingTask, codingWorkspaceFiles, startModelServer, type ModelServer } from '../agents/model-server/index.js';
 import { RecordingRelay } from '../proxy/relay.js';
 import { tokensOf } from '../proxy/agent.js';
 import { anthropicProblems, responsesProblems } from '../proxy/validate.js';
@@ -61,7 +61,12 @@ interface Rig {
   agentUrl: string;
 }
 
-async function rig(budget: number, buildLines: number, builds: number): Promise<Rig> {
+interface RigOptions {
+  /** Run the daemon with --proxy-recall-tool, and script the model to call the tool once. */
+  readonly recall?: boolean;
+}
+
+async function rig(budget: number, buildLines: number, builds: number, o: RigOptions = {}): Promise<Rig> {
   const root = mkdtempSync(join(tmpdir(), 'contextd-proxy-e2e-'));
   cleanups.push(() => rmSync(root, { recursive: true, force: true }));
   const ws = join(root, 'ws');
@@ -73,13 +78,13 @@ async function rig(budget: number, buildLines: number, builds: number): Promise<
     mkdirSync(dirname(join(ws, p)), { recursive: true });
     writeFileSync(join(ws, p), c);
   }
-  const server = await startModelServer({ script: codingTask({ builds }), workspace: ws, lifetimeMs: 300_000 });
+  const server = await startModelServer({ script: codingTask({ builds, recallOnce: o.recall === true }), workspace: ws, lifetimeMs: 300_000 });
   cleanups.push(() => server.close());
   const providerSide = new RecordingRelay(server.url, false);
   const upstream = await providerSide.start();
   cleanups.push(() => providerSide.close());
   const socket = join(root, 'contextd.sock');
-  const daemon = await spawnDaemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', String(budget), '--reserve', String(RESERVE), '--proxy', '127.0.0.1:0', '--anthropic-upstream', upstream, '--openai-upstream', upstream]);
+  const daemon = await spawnDaemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', String(budget), '--reserve', String(RESERVE), '--proxy', '127.0.0.1:0', '--anthropic-upstream', upstream, '--openai-upstream', upstream, ...(o.recall ? ['--proxy-recall-tool'] : [])]);
   cleanups.push(async () => {
     if (daemon.proc.exitCode === null) {
       daemon.proc.kill('SIGTERM');
@@ -99,15 +104,28 @@ function everything(dir: string): string {
   return walk(dir).map((f) => readFileSync(f).toString('latin1')).join('\n');
 }
 
-async function checkRun(r: Rig, budget: number, format: 'anthropic' | 'openai-responses'): Promise<void> {
+/** Names of the tools a forwarded request offered. */
+function toolNames(body: Record<string, unknown>): string[] {
+  const tools = Array.isArray(body['tools']) ? (body['tools'] as Record<string, unknown>[]) : [];
+  return tools.map((t) => String(t['name'] ?? (t['function'] as Record<string, unknown> | undefined)?.['name'] ?? t['type']));
+}
+
+async function checkRun(r: Rig, budget: number, format: 'anthropic' | 'openai-responses', recall = false): Promise<void> {
   const main = r.server.requestsOf('main');
   const bodies = main.map((q) => q.body as Record<string, unknown>);
+  // the recall tool is offered only when asked for, and then last, after the agent's own tools
+  for (const b of bodies) {
+    const names = toolNames(b);
+    if (recall) expect(names.at(-1)).toBe(RECALL_TOOL);
+    else expect(names).not.toContain(RECALL_TOOL);
+  }
   // the agent's requests were never refused by the provider as malformed (orphaned tool blocks)
   expect(r.server.requestsOf('invalid')).toEqual([]);
   const validate = format === 'anthropic' ? anthropicProblems : responsesProblems;
   for (const b of bodies) expect(validate(b)).toEqual([]);
   // compaction started, and from then on every request stayed within budget × (1 − reserve)
-  const first = bodies.findIndex((b) => JSON.stringify(b).includes('[contextd recall h_'));
+  // (in the conversation: the recall tool's description quotes the handle form too)
+  const first = bodies.findIndex((b) => JSON.stringify(b['messages'] ?? b['input']).includes('[contextd recall h_'));
   const sizes = bodies.map((b) => tokensOf(format, b, budget));
   console.log(JSON.stringify({ format, budget, requests: main.length, firstCompacted: first, sizes, proxied: r.daemon.logs.filter((l) => l.msg === 'proxied').map((l) => [l['tokensIn'], l['tokensOut']]) }));
   expect(first, 'a request carried a contextd summary').toBeGreaterThanOrEqual(0);
@@ -153,5 +171,91 @@ describe.skipIf(!existsSync(CODEX))('Codex CLI through the proxy', () => {
     expect(out.code, out.stderr.slice(-2000)).toBe(0);
     expect(readFileSync(join(r.ws, 'src/calc.txt'), 'utf8')).toContain('a + b');
     await checkRun(r, budget, 'openai-responses');
+  });
+});
+
+/**
+ * The recall answer in every forwarded request that still holds the model's recall call: the
+ * content of the result answering `callId` (Anthropic tool_result / Responses function_call_output).
+ */
+function recallResults(r: Rig, format: 'anthropic' | 'openai-responses'): { callId: string; contents: string[] } {
+  const bodies = r.server.requestsOf('main').map((q) => q.body as Record<string, unknown>);
+  const contents: string[] = [];
+  let callId = '';
+  for (const b of bodies) {
+    if (format === 'anthropic') {
+      for (const m of b['messages'] as { role: string; content: unknown }[]) {
+        if (!Array.isArray(m.content)) continue;
+        for (const blk of m.content as Record<string, unknown>[]) {
+          if (blk['type'] === 'tool_result' && RECALL_CALL_RE.test(String(blk['tool_use_id']))) {
+            callId = String(blk['tool_use_id']);
+            expect(blk['is_error'], 'the agent\'s error flag is gone with its error text').toBeUndefined();
+            contents.push(typeof blk['content'] === 'string' ? blk['content'] : JSON.stringify(blk['content']));
+          }
+        }
+      }
+    } else {
+      for (const it of b['input'] as Record<string, unknown>[]) {
+        if (it['type'] === 'function_call_output' && RECALL_CALL_RE.test(String(it['call_id']))) {
+          callId = String(it['call_id']);
+          contents.push(typeof it['output'] === 'string' ? it['output'] : JSON.stringify(it['output']));
+        }
+      }
+    }
+  }
+  return { callId, contents };
+}
+
+/** The model called contextd_recall once; every later request carried the archived originals as that call's result. */
+async function checkRecall(r: Rig, format: 'anthropic' | 'openai-responses'): Promise<void> {
+  const asked = r.server.requests.filter((q) => q.recalled !== undefined);
+  expect(asked, 'the model called contextd_recall').toHaveLength(1);
+  const handle = asked[0]?.recalled as string;
+  const { callId, contents } = recallResults(r, format);
+  expect(callId).toMatch(RECALL_CALL_RE);
+  expect(contents.length, 'requests carrying the recall answer').toBeGreaterThan(0);
+  // the same answer every time (cache-stable), and it is the archive's originals, not the agent's error
+  expect(new Set(contents).size).toBe(1);
+  const answer = contents[0] as string;
+  console.log(JSON.stringify({ format, handle, answer: answer.slice(0, 300), requestsCarrying: contents.length }));
+  expect(answer).toContain(`Originals archived under ${handle}`);
+  expect(answer).not.toMatch(/no such tool|unsupported call|not found/i);
+  const recalled = await runCli(['recall', handle, '--json', '--state', r.state]);
+  expect(recalled.code, recalled.stderr).toBe(0);
+  const entry = JSON.parse(recalled.stdout) as { messages: { text: string }[] };
+  const texts = entry.messages.map((m) => m.text).filter((t) => t.length > 0);
+  expect(texts.length).toBeGreaterThan(0);
+  for (const t of texts) expect(answer).toContain(t);
+  // nothing went upstream to get the answer: the request after the call is the one carrying it
+  const callIndex = r.server.requests.findIndex((q) => q.recalled !== undefined);
+  const next = r.server.requests.slice(callIndex + 1).find((q) => q.kind === 'main');
+  expect(JSON.stringify(next?.body)).toContain(`Originals archived under ${handle}`);
+}
+
+describe.skipIf(!existsSync(CLAUDE))('Claude Code through the proxy with the recall tool', () => {
+  it('calls contextd_recall with a quoted handle and gets the archived originals back, answered by the proxy', { timeout: 300_000 }, async () => {
+    const budget = 16_000;
+    const r = await rig(budget, 400, 8, { recall: true });
+    const out = await run(CLAUDE, ['-p', 'fix the calculator so the tests pass', '--allowedTools', 'Bash,Read,Edit', '--output-format', 'json'], r.ws, { PATH: process.env['PATH'], HOME: r.home, ANTHROPIC_BASE_URL: r.agentUrl, ANTHROPIC_API_KEY: KEY }, 240_000);
+    expect(out.code, out.stderr.slice(-2000)).toBe(0);
+    expect(out.stdout).toContain('the tests pass');
+    expect(readFileSync(join(r.ws, 'src/calc.txt'), 'utf8')).toContain('a + b');
+    await checkRun(r, budget, 'anthropic', true);
+    await checkRecall(r, 'anthropic');
+  });
+});
+
+describe.skipIf(!existsSync(CODEX))('Codex CLI through the proxy with the recall tool', () => {
+  it('calls contextd_recall with a quoted handle and gets the archived originals back, answered by the proxy', { timeout: 300_000 }, async () => {
+    const budget = 20_000;
+    const r = await rig(budget, 400, 6, { recall: true });
+    const codexHome = join(r.home, '.codex');
+    mkdirSync(codexHome, { recursive: true });
+    writeFileSync(join(codexHome, 'config.toml'), `model = "gpt-5.1-codex"\nmodel_provider = "scripted"\n[model_providers.scripted]\nname = "scripted"\nbase_url = "${r.agentUrl}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_API_KEY"\n`);
+    const out = await run(CODEX, ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', 'fix the calculator so the tests pass'], r.ws, { PATH: process.env['PATH'], HOME: r.home, CODEX_HOME: codexHome, SCRIPTED_API_KEY: KEY }, 240_000);
+    expect(out.code, out.stderr.slice(-2000)).toBe(0);
+    expect(readFileSync(join(r.ws, 'src/calc.txt'), 'utf8')).toContain('a + b');
+    await checkRun(r, budget, 'openai-responses', true);
+    await checkRecall(r, 'openai-responses');
   });
 });
