@@ -72,8 +72,9 @@ async function rig(budget: number, buildLines: number, builds: number, o: RigOpt
   const ws = join(root, 'ws');
   const home = join(root, 'home');
   const state = join(root, 'state');
-  const watch = join(root, 'watch');
-  for (const d of [ws, home, state, watch]) mkdirSync(d, { recursive: true });
+  // the daemon also tails the agents' own transcripts, so each proxied conversation links to one
+  const watch = [join(home, '.claude', 'projects'), join(home, '.codex', 'sessions')];
+  for (const d of [ws, home, state, ...watch]) mkdirSync(d, { recursive: true });
   for (const [p, c] of Object.entries(codingWorkspaceFiles(buildLines))) {
     mkdirSync(dirname(join(ws, p)), { recursive: true });
     writeFileSync(join(ws, p), c);
@@ -84,7 +85,7 @@ async function rig(budget: number, buildLines: number, builds: number, o: RigOpt
   const upstream = await providerSide.start();
   cleanups.push(() => providerSide.close());
   const socket = join(root, 'contextd.sock');
-  const daemon = await spawnDaemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', String(budget), '--reserve', String(RESERVE), '--proxy', '127.0.0.1:0', '--anthropic-upstream', upstream, '--openai-upstream', upstream, ...(o.recall ? ['--proxy-recall-tool'] : [])]);
+  const daemon = await spawnDaemon([...watch.flatMap((w) => ['--watch', w]), '--socket', socket, '--state', state, '--budget', String(budget), '--reserve', String(RESERVE), '--proxy', '127.0.0.1:0', '--anthropic-upstream', upstream, '--openai-upstream', upstream, ...(o.recall ? ['--proxy-recall-tool'] : [])]);
   cleanups.push(async () => {
     if (daemon.proc.exitCode === null) {
       daemon.proc.kill('SIGTERM');
@@ -135,8 +136,15 @@ async function checkRun(r: Rig, budget: number, format: 'anthropic' | 'openai-re
   for (const [seq, bytes] of r.agentSide.bodies) expect(bytes.equals(r.providerSide.bodies.get(seq) ?? Buffer.alloc(0)), `response ${seq}`).toBe(true);
   // the proxied conversation is listed with the proxy's figures
   const status = await runCli(['status', '--json', '--socket', r.socket]);
-  const s = JSON.parse(status.stdout) as { sessions: { source: string }[]; proxy: { plansApplied: number; requests: number } };
+  const s = JSON.parse(status.stdout) as { sessions: { sessionId: string; source: string; linkedSession: string | null; file: string }[]; proxy: { plansApplied: number; requests: number } };
   expect(s.sessions.some((x) => x.source === 'proxy')).toBe(true);
+  // linked both ways with the transcript the agent wrote (Claude Code: its session id; Codex: its rollout id)
+  const tailed = s.sessions.filter((x) => x.source === 'transcript');
+  expect(tailed, JSON.stringify(s.sessions)).toHaveLength(1);
+  const linked = s.sessions.find((x) => x.source === 'proxy' && x.linkedSession === tailed[0]?.sessionId);
+  expect(linked, JSON.stringify(s.sessions)).toBeDefined();
+  expect(tailed[0]?.linkedSession).toBe(linked?.sessionId);
+  expect(linked?.sessionId).toBe(`proxy-${tailed[0]?.sessionId ?? ''}`);
   expect(s.proxy.plansApplied).toBeGreaterThan(0);
   r.daemon.proc.kill('SIGTERM');
   expect((await r.daemon.exited).code).toBe(0);
