@@ -4,44 +4,22 @@
  * sit on either side of the proxy (agent → relay → proxy → relay → model server) so the bytes
  * the agent received can be compared with the bytes the provider sent.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RECALL_CALL_RE, RECALL_TOOL, codingTask, codingWorkspaceFiles, startModelServer, type ModelServer } from '../agents/model-server/index.js';
+import { CLAUDE_BIN, CODEX_BIN, run, type RunResult } from '../agents/harness.js';
 import { RecordingRelay } from '../proxy/relay.js';
+import { filesText } from '../proxy/helpers.js';
 import { tokensOf } from '../proxy/agent.js';
 import { anthropicProblems, responsesProblems } from '../proxy/validate.js';
 import { runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
 
-const BIN = fileURLToPath(new URL('../../node_modules/.bin/', import.meta.url));
-const CLAUDE = join(BIN, 'claude');
-const CODEX = join(BIN, 'codex');
+const CLAUDE = CLAUDE_BIN;
+const CODEX = CODEX_BIN;
 const KEY = 'sk-e2e-proxy-CREDENTIAL-5a4b3c2d1e0f';
 const RESERVE = 0.15;
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Run> {
-  return new Promise((resolve) => {
-    const p = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -99,12 +77,6 @@ async function rig(budget: number, buildLines: number, builds: number, o: RigOpt
   return { root, ws, home, state, socket, server, daemon, agentSide, providerSide, agentUrl };
 }
 
-/** Every file under a directory, as latin1 text. */
-function everything(dir: string): string {
-  const walk = (d: string): string[] => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
-  return walk(dir).map((f) => readFileSync(f).toString('latin1')).join('\n');
-}
-
 /** Names of the tools a forwarded request offered. */
 function toolNames(body: Record<string, unknown>): string[] {
   const tools = Array.isArray(body['tools']) ? (body['tools'] as Record<string, unknown>[]) : [];
@@ -144,26 +116,44 @@ async function checkRun(r: Rig, budget: number, format: 'anthropic' | 'openai-re
   const linked = s.sessions.find((x) => x.source === 'proxy' && x.linkedSession === tailed[0]?.sessionId);
   expect(linked, JSON.stringify(s.sessions)).toBeDefined();
   expect(tailed[0]?.linkedSession).toBe(linked?.sessionId);
-  expect(linked?.sessionId).toBe(`proxy-${tailed[0]?.sessionId ?? ''}`);
+  expect(linked?.sessionId.startsWith(`proxy-${tailed[0]?.sessionId ?? ''}`)).toBe(true);
   expect(s.proxy.plansApplied).toBeGreaterThan(0);
   r.daemon.proc.kill('SIGTERM');
   expect((await r.daemon.exited).code).toBe(0);
   // the credential went upstream but nowhere else
   expect(JSON.stringify(r.daemon.logs)).not.toContain(KEY);
-  expect(everything(r.state)).not.toContain(KEY);
+  expect(filesText(r.state)).not.toContain(KEY);
   const applied = r.daemon.logs.filter((l) => l.msg === 'proxy plan applied');
   expect(applied.length).toBeGreaterThan(0);
   console.log(JSON.stringify({ format, plans: applied.map((l) => ({ before: l['tokensBefore'], after: l['tokensAfter'], edits: l['edits'] })) }));
+}
+
+/** The scripted task run by Claude Code through the proxy, to completion. */
+async function runClaudeThrough(r: Rig): Promise<void> {
+  const out = await run(CLAUDE, ['-p', 'fix the calculator so the tests pass', '--allowedTools', 'Bash,Read,Edit', '--output-format', 'json'], r.ws, { PATH: process.env['PATH'], HOME: r.home, ANTHROPIC_BASE_URL: r.agentUrl, ANTHROPIC_API_KEY: KEY }, 240_000);
+  expectCompleted(r, out);
+  expect(out.stdout).toContain('the tests pass');
+}
+
+/** The scripted task run by Codex CLI through the proxy (a custom Responses provider), to completion. */
+async function runCodexThrough(r: Rig): Promise<void> {
+  const codexHome = join(r.home, '.codex');
+  mkdirSync(codexHome, { recursive: true });
+  writeFileSync(join(codexHome, 'config.toml'), `model = "gpt-5.1-codex"\nmodel_provider = "scripted"\n[model_providers.scripted]\nname = "scripted"\nbase_url = "${r.agentUrl}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_API_KEY"\n`);
+  const out = await run(CODEX, ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', 'fix the calculator so the tests pass'], r.ws, { PATH: process.env['PATH'], HOME: r.home, CODEX_HOME: codexHome, SCRIPTED_API_KEY: KEY }, 240_000);
+  expectCompleted(r, out);
+}
+
+function expectCompleted(r: Rig, out: RunResult): void {
+  expect(out.code, out.stderr.slice(-2000)).toBe(0);
+  expect(readFileSync(join(r.ws, 'src/calc.txt'), 'utf8')).toContain('a + b');
 }
 
 describe.skipIf(!existsSync(CLAUDE))('Claude Code through the proxy', () => {
   it('runs a long task with bulky tool outputs to completion within budget', { timeout: 300_000 }, async () => {
     const budget = 16_000;
     const r = await rig(budget, 400, 8);
-    const out = await run(CLAUDE, ['-p', 'fix the calculator so the tests pass', '--allowedTools', 'Bash,Read,Edit', '--output-format', 'json'], r.ws, { PATH: process.env['PATH'], HOME: r.home, ANTHROPIC_BASE_URL: r.agentUrl, ANTHROPIC_API_KEY: KEY }, 240_000);
-    expect(out.code, out.stderr.slice(-2000)).toBe(0);
-    expect(out.stdout).toContain('the tests pass');
-    expect(readFileSync(join(r.ws, 'src/calc.txt'), 'utf8')).toContain('a + b');
+    await runClaudeThrough(r);
     await checkRun(r, budget, 'anthropic');
   });
 });
@@ -172,12 +162,7 @@ describe.skipIf(!existsSync(CODEX))('Codex CLI through the proxy', () => {
   it('runs a long task with bulky tool outputs to completion within budget', { timeout: 300_000 }, async () => {
     const budget = 20_000;
     const r = await rig(budget, 400, 6);
-    const codexHome = join(r.home, '.codex');
-    mkdirSync(codexHome, { recursive: true });
-    writeFileSync(join(codexHome, 'config.toml'), `model = "gpt-5.1-codex"\nmodel_provider = "scripted"\n[model_providers.scripted]\nname = "scripted"\nbase_url = "${r.agentUrl}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_API_KEY"\n`);
-    const out = await run(CODEX, ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', 'fix the calculator so the tests pass'], r.ws, { PATH: process.env['PATH'], HOME: r.home, CODEX_HOME: codexHome, SCRIPTED_API_KEY: KEY }, 240_000);
-    expect(out.code, out.stderr.slice(-2000)).toBe(0);
-    expect(readFileSync(join(r.ws, 'src/calc.txt'), 'utf8')).toContain('a + b');
+    await runCodexThrough(r);
     await checkRun(r, budget, 'openai-responses');
   });
 });
@@ -244,10 +229,7 @@ describe.skipIf(!existsSync(CLAUDE))('Claude Code through the proxy with the rec
   it('calls contextd_recall with a quoted handle and gets the archived originals back, answered by the proxy', { timeout: 300_000 }, async () => {
     const budget = 16_000;
     const r = await rig(budget, 400, 8, { recall: true });
-    const out = await run(CLAUDE, ['-p', 'fix the calculator so the tests pass', '--allowedTools', 'Bash,Read,Edit', '--output-format', 'json'], r.ws, { PATH: process.env['PATH'], HOME: r.home, ANTHROPIC_BASE_URL: r.agentUrl, ANTHROPIC_API_KEY: KEY }, 240_000);
-    expect(out.code, out.stderr.slice(-2000)).toBe(0);
-    expect(out.stdout).toContain('the tests pass');
-    expect(readFileSync(join(r.ws, 'src/calc.txt'), 'utf8')).toContain('a + b');
+    await runClaudeThrough(r);
     await checkRun(r, budget, 'anthropic', true);
     await checkRecall(r, 'anthropic');
   });
@@ -257,12 +239,7 @@ describe.skipIf(!existsSync(CODEX))('Codex CLI through the proxy with the recall
   it('calls contextd_recall with a quoted handle and gets the archived originals back, answered by the proxy', { timeout: 300_000 }, async () => {
     const budget = 20_000;
     const r = await rig(budget, 400, 6, { recall: true });
-    const codexHome = join(r.home, '.codex');
-    mkdirSync(codexHome, { recursive: true });
-    writeFileSync(join(codexHome, 'config.toml'), `model = "gpt-5.1-codex"\nmodel_provider = "scripted"\n[model_providers.scripted]\nname = "scripted"\nbase_url = "${r.agentUrl}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_API_KEY"\n`);
-    const out = await run(CODEX, ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', 'fix the calculator so the tests pass'], r.ws, { PATH: process.env['PATH'], HOME: r.home, CODEX_HOME: codexHome, SCRIPTED_API_KEY: KEY }, 240_000);
-    expect(out.code, out.stderr.slice(-2000)).toBe(0);
-    expect(readFileSync(join(r.ws, 'src/calc.txt'), 'utf8')).toContain('a + b');
+    await runCodexThrough(r);
     await checkRun(r, budget, 'openai-responses', true);
     await checkRecall(r, 'openai-responses');
   });

@@ -5,7 +5,7 @@
  * session.compact — applied to the conversation's next request and recorded in the plan log.
  * The provider is a scripted upstream on a real socket (test/proxy/upstream.ts).
  */
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { demoTranscript } from '../../src/demo/transcript.js';
 import { PlanLog, openDb } from '../../src/store/index.js';
 import { generateTranscript } from '../fixtures/transcripts.js';
 import { ScriptedUpstream } from '../proxy/upstream.js';
+import { filesText } from '../proxy/helpers.js';
 import { runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
 
 type Json = Record<string, unknown>;
@@ -83,12 +84,6 @@ async function converse(r: Rig, messages: readonly Json[], requests: number): Pr
   return last;
 }
 
-/** Every file under a directory, as latin1 text. */
-function everything(dir: string): string {
-  const walk = (d: string): string[] => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
-  return walk(dir).map((f) => readFileSync(f).toString('latin1')).join('\n');
-}
-
 interface StatusSession {
   sessionId: string;
   source: string;
@@ -146,7 +141,7 @@ describe('proxied conversations as daemon sessions', () => {
     expect(JSON.stringify(list)).toMatch(/computeTotal|billing|rounding/);
     // the credentials went upstream, and nowhere else
     expect(r.upstream.requests.some((q) => q.body.includes(AWS))).toBe(true);
-    const stored = everything(r.state);
+    const stored = filesText(r.state);
     expect(stored).not.toContain(AWS);
     expect(stored).not.toContain(KEY);
     expect(JSON.stringify(r.daemon.logs)).not.toContain(KEY);

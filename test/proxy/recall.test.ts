@@ -3,22 +3,15 @@
  * offered after the agent's tools, its calls answered from the archive in place of the agent's
  * own "unknown tool" result, the same way on every request, and off by default.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ProviderFormatName } from '../../src/proxy/index.js';
 import { canonicalJson } from '../../src/proxy/request.js';
-import { ScriptedUpstream } from './upstream.js';
-import { startProxy, type ProxyHarness } from './helpers.js';
+import { proxyRig, type ProxyHarness } from './helpers.js';
 import { anthropicProblems, chatProblems, responsesProblems } from './validate.js';
 
 type Json = Record<string, unknown>;
-let upstream: ScriptedUpstream;
+const rig = proxyRig();
 let h: ProxyHarness | undefined;
-
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  await upstream?.close();
-});
 
 const ORIGINAL = 'build 3 ok after 412 modules; warning: module_77.c uses a deprecated flag -DLEVEL=9';
 const GOOD = 'h_0123456789abcdef';
@@ -109,22 +102,20 @@ async function post(path: string, body: Json): Promise<Json> {
   const res = await fetch(`${(h as ProxyHarness).url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'sk-test' }, body: sent });
   expect(res.status).toBe(200);
   await res.text();
-  return JSON.parse(upstream.requests.at(-1)?.body ?? '{}') as Json;
+  return JSON.parse(rig.upstream.requests.at(-1)?.body ?? '{}') as Json;
 }
 
 describe.each([anthropic, chat, responses])('the contextd_recall tool ($format)', (shape) => {
   it('is off by default: no tool is added and the request is forwarded byte for byte', async () => {
-    upstream = new ScriptedUpstream();
-    h = await startProxy(await upstream.start());
+    h = await rig.start();
     const body = shape.request([GOOD], 1);
     const sent = JSON.stringify(body);
     await post(shape.path, body);
-    expect(upstream.requests.at(-1)?.body).toBe(sent);
+    expect(rig.upstream.requests.at(-1)?.body).toBe(sent);
   });
 
   it('answers calls from the archive in place of the agent\'s error, identically on every request, and garbage with a clear error', async () => {
-    upstream = new ScriptedUpstream();
-    h = await startProxy(await upstream.start(), { recallTool: true });
+    h = await rig.start({ recallTool: true });
     const first = await post(shape.path, shape.request([], 0));
     expect(toolNames(first)).toEqual([toolNames(shape.request([], 0))[0], 'contextd_recall']);
     const conversation = h.proxy.all()[0];
@@ -143,7 +134,7 @@ describe.each([anthropic, chat, responses])('the contextd_recall tool ($format)'
     expect(missing).not.toContain('not yours');
     expect(shape.problems(second)).toEqual([]);
     // the model was answered without a provider round trip: one upstream request per agent request
-    expect(upstream.requests).toHaveLength(2);
+    expect(rig.upstream.requests).toHaveLength(2);
     // later requests carry the very same rewrite: the forwarded prefix is byte-identical
     const third = await post(shape.path, shape.request([GOOD, GARBAGE, MISSING], 2));
     const items = (b: Json): string[] => (b[shape.list] as unknown[]).map((m) => canonicalJson(m));
