@@ -114,6 +114,14 @@ describe.each([anthropic, chat, responses])('the contextd_recall tool ($format)'
     expect(rig.upstream.requests.at(-1)?.body).toBe(sent);
   });
 
+  it('when on, leaves a request that offers no tools (a title or topic check) byte for byte', async () => {
+    h = await rig.start({ recallTool: true });
+    const { tools: _tools, ...body } = shape.request([], 1);
+    const sent = JSON.stringify(body);
+    await post(shape.path, body);
+    expect(rig.upstream.requests.at(-1)?.body).toBe(sent);
+  });
+
   it('answers calls from the archive in place of the agent\'s error, identically on every request, and garbage with a clear error', async () => {
     h = await rig.start({ recallTool: true });
     const first = await post(shape.path, shape.request([], 0));
