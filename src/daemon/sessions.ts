@@ -291,6 +291,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.planQueue.delete(s);
     this.sessions.delete(sessionId);
     this.byFile.delete(s.file);
+    // a tailed session no longer names a conversation that is gone (the conversation's own link stays: harvest reads it)
+    const linked = s.linkedSession !== undefined ? this.sessions.get(s.linkedSession) : undefined;
+    if (linked?.linkedSession === sessionId && linked.source === 'transcript') linked.linkedSession = undefined;
     this.idle.end(sessionId);
     this.expire(sessionId, s.life.expireAll(), why);
     this.log.info({ sessionId, file: s.file, why }, 'session closed');
