@@ -128,3 +128,19 @@ function answerResponses(input: unknown, answer: (h: string | undefined) => stri
   if (calls.size === 0) return input;
   return input.map((it) => (isObject(it) && it['type'] === 'function_call_output' && calls.has(str(it['call_id']) ?? '') ? { ...it, output: answer(calls.get(str(it['call_id']) ?? '')) } : it));
 }
+
+/**
+ * `text` cut to at most `maxTokens` (whole text when it fits). Deterministic: the same text and
+ * bound give the same cut, so a bounded answer is as cache-stable as a whole one.
+ */
+export function fitTokens(text: string, maxTokens: number, count: (t: string) => number): { text: string; tokens: number; truncated: boolean } {
+  const tokens = count(text);
+  if (tokens <= maxTokens) return { text, tokens, truncated: false };
+  let cut = Math.floor((text.length * maxTokens) / tokens);
+  let out = text.slice(0, cut);
+  while (cut > 0 && count(out) > maxTokens) {
+    cut = Math.floor(cut * 0.9);
+    out = text.slice(0, cut);
+  }
+  return { text: out, tokens, truncated: true };
+}

@@ -22,11 +22,13 @@ import { sessionHint, shortHash } from './match.js';
 import type { ProxyOptions } from './options.js';
 import { isObject, type JsonObject, type ProviderFormat } from './request.js';
 import type { ArchiveSink, OriginalsFilter } from './types.js';
-import { RECALL_TOOL_NAME, withRecall } from './recall.js';
+import { RECALL_TOOL_NAME, fitTokens, withRecall } from './recall.js';
 import { archivedText } from '../store/index.js';
 
 /** A handle as summaries quote it. */
 const RECALL_HANDLE_RE = /^h_[0-9a-f]{16}$/;
+/** The least a recall answer may hold, however small the window. */
+const RECALL_MIN_TOKENS = 256;
 
 export interface ProxyDeps {
   readonly logger: Logger;
@@ -303,7 +305,11 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     if (!entry || (entry.sessionId !== c.id && entry.sessionId !== c.agentSessionId)) {
       return `${RECALL_TOOL_NAME}: no originals are archived under ${handle} for this conversation. Use a handle quoted in a summary you can see.`;
     }
-    return `Originals archived under ${handle} (${entry.messages.length} message(s), ${entry.tokens} tokens, summarized as ${entry.reason}):\n${archivedText(entry.messages)}`;
+    // Bounded by the room a plan frees (hysteresis × window): a recall never pushes the request past the reserve on its own.
+    const room = Math.max(RECALL_MIN_TOKENS, Math.floor(c.model.budget().total * this.options.hysteresis));
+    const body = fitTokens(archivedText(entry.messages), room, (t) => this.deps.tokenCounter.count(t));
+    const cut = body.truncated ? `\n[… cut to about ${room} of ${body.tokens} tokens to keep the request within its context budget; the rest stays archived: contextd recall ${handle}]` : '';
+    return `Originals archived under ${handle} (${entry.messages.length} message(s), ${entry.tokens} tokens, summarized as ${entry.reason}):\n${body.text}${cut}`;
   }
 
   private conversationFor(format: ProviderFormat, req: IncomingMessage, body: JsonObject, fingerprint: string): Conversation {

@@ -15,6 +15,7 @@ import { filesText } from '../proxy/helpers.js';
 import { tokensOf } from '../proxy/agent.js';
 import { anthropicProblems, responsesProblems } from '../proxy/validate.js';
 import { runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
+import { archivedText, type ArchivedMessage } from '../../src/store/index.js';
 
 const CLAUDE = CLAUDE_BIN;
 const CODEX = CODEX_BIN;
@@ -199,6 +200,17 @@ function recallResults(r: Rig, format: 'anthropic' | 'openai-responses'): { call
   return { callId, contents };
 }
 
+/** The content of the agent's own result for a call, in a request as the agent sent it. */
+function agentOwnAnswer(body: Record<string, unknown>, callId: string): string | undefined {
+  const blocks = Array.isArray(body['messages'])
+    ? (body['messages'] as { content: unknown }[]).flatMap((m) => (Array.isArray(m.content) ? (m.content as Record<string, unknown>[]) : []))
+    : ((body['input'] as Record<string, unknown>[] | undefined) ?? []);
+  const found = blocks.find((b) => (b['type'] === 'tool_result' && b['tool_use_id'] === callId) || (b['type'] === 'function_call_output' && b['call_id'] === callId));
+  if (!found) return undefined;
+  const v = found['content'] ?? found['output'];
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
 /** The model called contextd_recall once; every later request carried the archived originals as that call's result. */
 async function checkRecall(r: Rig, format: 'anthropic' | 'openai-responses'): Promise<void> {
   const asked = r.server.requests.filter((q) => q.recalled !== undefined);
@@ -215,10 +227,21 @@ async function checkRecall(r: Rig, format: 'anthropic' | 'openai-responses'): Pr
   expect(answer).not.toMatch(/no such tool|unsupported call|not found/i);
   const recalled = await runCli(['recall', handle, '--json', '--state', r.state]);
   expect(recalled.code, recalled.stderr).toBe(0);
-  const entry = JSON.parse(recalled.stdout) as { messages: { text: string }[] };
-  const texts = entry.messages.map((m) => m.text).filter((t) => t.length > 0);
-  expect(texts.length).toBeGreaterThan(0);
-  for (const t of texts) expect(answer).toContain(t);
+  const entry = JSON.parse(recalled.stdout) as { messages: ArchivedMessage[] };
+  expect(entry.messages.length).toBeGreaterThan(0);
+  // the originals as archived, whole or (past hysteresis × window) cut with a note saying so
+  const full = archivedText(entry.messages);
+  const shown = answer.slice(answer.indexOf('\n') + 1).replace(/\n\[… cut to about \d+ of \d+ tokens[^\]]*\]$/, '');
+  expect(shown.length).toBeGreaterThan(0);
+  if (shown.length < answer.length - answer.indexOf('\n') - 1) expect(full.startsWith(shown)).toBe(true);
+  else expect(shown).toBe(full);
+  // what the agent itself answered the unknown tool with (replaced by the proxy): never the originals
+  const agentSent = [...r.agentSide.requestBodies.values()].map((b) => b.toString('utf8')).find((b) => b.includes(callId) && /tool_result|function_call_output/.test(b) && b.indexOf(callId) !== b.lastIndexOf(callId));
+  expect(agentSent).toBeDefined();
+  const own = agentOwnAnswer(JSON.parse(agentSent as string) as Record<string, unknown>, callId);
+  console.log(JSON.stringify({ format, agentOwnAnswer: own }));
+  expect(own).toBeDefined();
+  expect(own).not.toContain('Originals archived');
   // nothing went upstream to get the answer: the request after the call is the one carrying it
   const callIndex = r.server.requests.findIndex((q) => q.recalled !== undefined);
   const next = r.server.requests.slice(callIndex + 1).find((q) => q.kind === 'main');

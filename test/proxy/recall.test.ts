@@ -153,3 +153,19 @@ describe.each([anthropic, chat, responses])('the contextd_recall tool ($format)'
     expect(conversation?.model.messages().some((m) => m.text.includes(ORIGINAL))).toBe(true);
   });
 });
+
+describe('a recall answer larger than the room a plan frees', () => {
+  it('is cut to hysteresis × window, deterministically, with a note naming the rest', async () => {
+    h = await rig.start({ recallTool: true }, { budgetTokens: 4_000, hysteresis: 0.1 });
+    await post(anthropic.path, anthropic.request([], 0));
+    const id = h.proxy.all()[0]?.id ?? '';
+    const bulky = Array.from({ length: 600 }, (_, i) => `line ${i}: compiling module_${i}.c -> build/obj/module_${i}.o`).join('\n');
+    h.archive.putMany([{ handle: GOOD, sessionId: id, reason: 'bulky-output', sectionIds: ['s2'], messages: [{ id: 'm1', role: 'tool', text: bulky }], tokens: 9000, createdAt: 1 }]);
+    const first = anthropic.answers(await post(anthropic.path, anthropic.request([GOOD], 0)))[0] ?? '';
+    const again = anthropic.answers(await post(anthropic.path, anthropic.request([GOOD], 1)))[0] ?? '';
+    expect(first).toBe(again);
+    expect(first).toMatch(/\[… cut to about 400 of \d+ tokens to keep the request within its context budget; the rest stays archived: contextd recall h_0123456789abcdef\]$/);
+    expect(first).toContain('line 0: compiling module_0.c');
+    expect(first).not.toContain('line 599:');
+  });
+});
