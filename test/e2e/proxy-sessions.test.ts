@@ -92,7 +92,8 @@ interface StatusSession {
 
 describe('proxied conversations as daemon sessions', () => {
   it('links to the tailed transcript, harvests once per agent session (idle or session.end), and stores no credential', { timeout: 120_000 }, async () => {
-    const r = await rig({ idleTimeoutMs: 4_000, budgetTokens: 400_000 });
+    // idle long enough for the status calls below on a loaded machine, short enough to wait for
+    const r = await rig({ idleTimeoutMs: 8_000, budgetTokens: 400_000 });
     // 1. an agent session seen both ways: its transcript tailed, its requests through the proxy
     const t = generateTranscript('claude-code', { seed: 4, turns: 3 });
     writeFileSync(join(r.watch, t.fileName), t.jsonl);
@@ -107,8 +108,9 @@ describe('proxied conversations as daemon sessions', () => {
     expect(tailed?.linkedSession).toBe(proxied?.sessionId);
     expect((await r.client.headroom(proxied?.sessionId ?? '')).linkedSession).toBe(agentId);
     expect((await r.client.headroom(agentId)).linkedSession).toBe(proxied?.sessionId);
-    const cliStatus = JSON.parse((await runCli(['status', '--json', '--socket', r.socket])).stdout) as { sessions: StatusSession[] };
-    expect(cliStatus.sessions.find((s) => s.source === 'proxy')?.linkedSession).toBe(agentId);
+    const [json, human] = await Promise.all([runCli(['status', '--json', '--socket', r.socket]), runCli(['status', '--socket', r.socket])]);
+    expect((JSON.parse(json.stdout) as { sessions: StatusSession[] }).sessions.find((s) => s.source === 'proxy')?.linkedSession).toBe(agentId);
+    expect(human.stdout).toContain(`linked ${agentId}`);
 
     // 2. a conversation only seen through the proxy, ended by session.end
     await converse(r, demoMessages('ended', 6), 3);
