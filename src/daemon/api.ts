@@ -36,6 +36,8 @@ export interface DaemonStatus {
   watch: string[];
   reserveRatio: number;
   softWatermark: number;
+  /** Tokens held by the in-memory models of tailed sessions (bounded by `memory.maxSessionTokens`). */
+  heldTokens: number;
   sessions: {
     sessionId: string;
     file: string;
@@ -53,6 +55,8 @@ export interface DaemonStatus {
     source: 'transcript' | 'proxy';
     /** The same agent session seen the other way (tailed transcript ↔ proxied conversation), or null. */
     linkedSession: string | null;
+    /** False while the session's model is released from memory (memory budget); figures are as of the release. */
+    inMemory: boolean;
   }[];
   /** Present when the proxy runs. */
   proxy?: {

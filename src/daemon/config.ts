@@ -4,6 +4,7 @@ import { closestName } from '../util/suggest.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { TRANSCRIPT_FORMATS } from '../ingest/types.js';
 import { defaultSocketPath, defaultStateDir, defaultWatchDirs } from './paths.js';
+import { MEMORY_DEFAULTS, type MemoryBudget } from './lifecycle.js';
 import { proxyConfigSchema, resolveProxyOptions, type ProxyOptions } from '../proxy/index.js';
 
 const summarizerSchema = z.discriminatedUnion('kind', [
@@ -53,6 +54,16 @@ export const configFileSchema = z
       })
       .strict()
       .optional(),
+    /** The memory budget of tailed session models (see docs/configuration.md). */
+    memory: z
+      .object({
+        /** Tokens all in-memory session models may hold together; 0 = no bound (default 8 M). */
+        maxSessionTokens: z.number().int().min(0).optional(),
+        /** A subscribed session is released only after this long without an append (default 60 s). */
+        releaseAfterMs: z.number().int().min(0).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -80,6 +91,8 @@ export interface DaemonOptions {
   /** Proxy settings; undefined when the proxy is off. */
   readonly proxy: ProxyOptions | undefined;
   readonly archive: { readonly redactSecrets: boolean };
+  /** Budget of tokens held by tailed session models; over it the least recently active are released. */
+  readonly memory: MemoryBudget;
   /** Follow symlinks that lead out of the watch roots (default false). */
   readonly followSymlinks: boolean;
   /** Socket connections served at once (default 128). */
@@ -175,6 +188,10 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
     encoding: c.encoding ?? 'o200k_base',
     proxy: resolveProxyOptions(c.proxy, { idleTimeoutMs, budgetTokens: c.budgetTokens, reserveRatio, hysteresis }),
     archive: Object.freeze({ redactSecrets: c.archive?.redactSecrets ?? true }),
+    memory: Object.freeze({
+      maxSessionTokens: c.memory?.maxSessionTokens ?? MEMORY_DEFAULTS.maxSessionTokens,
+      releaseAfterMs: c.memory?.releaseAfterMs ?? MEMORY_DEFAULTS.releaseAfterMs,
+    }),
     followSymlinks: c.followSymlinks ?? false,
     maxClients: c.maxClients ?? DEFAULTS.maxClients,
     clientIdleTimeoutMs: c.clientIdleTimeoutMs ?? DEFAULTS.clientIdleTimeoutMs,

@@ -273,7 +273,7 @@ export class Daemon {
     const sessions = this.sessions as SessionManager;
     tailer.on('events', (e) => {
       try {
-        sessions.ingest(e.file, e.sessionId, e.format, e.events);
+        sessions.ingest(e.file, e.sessionId, e.format, e.events, e.toOffset);
       } catch (err) {
         this.log.error({ sessionId: e.sessionId, file: e.file, err: describeError(err) }, 'could not apply transcript events');
       }
@@ -309,7 +309,8 @@ export class Daemon {
       // proxied conversations are harvested when the proxy forgets them (proxiedClosed)
       if (s.source === 'proxy') continue;
       if (!sessions.endSession(s)) continue;
-      this.trackHarvest(s, 'unknown').then(
+      // a session released from memory is rebuilt for its harvest (then freed below)
+      sessions.restore(s).then(() => this.trackHarvest(s, 'unknown')).then(
         (r) => {
           this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
           // Free its model unless a client still follows it: the file stays watched and is read
@@ -391,8 +392,9 @@ export class Daemon {
       watch: [...this.options.watch],
       reserveRatio: this.options.reserveRatio,
       softWatermark: this.options.softWatermark,
+      heldTokens: this.sessions?.heldTokens() ?? 0,
       sessions: sessions.map((s) => {
-        const h = s.model.headroom();
+        const h = s.headroom();
         return {
           sessionId: s.sessionId,
           file: s.file,
@@ -408,6 +410,7 @@ export class Daemon {
           subscribers: this.subscriberCount(s.sessionId),
           source: s.source,
           linkedSession: s.linkedSession ?? null,
+          inMemory: s.released === undefined,
         };
       }),
       ...(this.proxy && this.options.proxy ? { proxy: this.proxyStatus() } : {}),

@@ -20,7 +20,7 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
     return api.sessions().require(sessionId);
   };
   return {
-    [METHODS.subscribe]: defineHandler(PARAMS_SCHEMAS[METHODS.subscribe], (p, ctx) => {
+    [METHODS.subscribe]: defineHandler(PARAMS_SCHEMAS[METHODS.subscribe], async (p, ctx) => {
       const sessions = api.sessions();
       let session;
       if (p.sessionId !== undefined) session = visible(p.sessionId, ctx.connectionId);
@@ -34,19 +34,20 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
         session = sessions.all().sort((a, b) => b.lastActivityAt - a.lastActivityAt)[0];
         if (!session) throw new ContextdError(ErrorCode.UNKNOWN_SESSION, 'no live session yet: subscribe again once the agent has written its transcript', {});
       }
+      await sessions.restore(session);
       api.subscribe(ctx.connectionId, session);
       // Templates this connection bootstrapped belong to the session it works in.
       for (const id of api.warm().bootstrappedBy(ctx.connectionId)) session.bootstrappedTemplates.add(id);
       return { sessionId: session.sessionId, headroom: session.model.headroom() };
     }),
 
-    [METHODS.headroom]: defineHandler(PARAMS_SCHEMAS[METHODS.headroom], (p, ctx) => {
-      const s = visible(p.sessionId, ctx.connectionId);
+    [METHODS.headroom]: defineHandler(PARAMS_SCHEMAS[METHODS.headroom], async (p, ctx) => {
+      const s = await api.sessions().restore(visible(p.sessionId, ctx.connectionId));
       const h = s.model.headroom();
       return { ...h, linkedSession: s.linkedSession ?? null };
     }),
 
-    [METHODS.sections]: defineHandler(PARAMS_SCHEMAS[METHODS.sections], (p, ctx) => visible(p.sessionId, ctx.connectionId).model.sections()),
+    [METHODS.sections]: defineHandler(PARAMS_SCHEMAS[METHODS.sections], async (p, ctx) => (await api.sessions().restore(visible(p.sessionId, ctx.connectionId))).model.sections()),
 
     [METHODS.compact]: defineHandler(PARAMS_SCHEMAS[METHODS.compact], (p, ctx) => {
       visible(p.sessionId, ctx.connectionId);
@@ -70,7 +71,7 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
     }),
 
     [METHODS.endSession]: defineHandler(PARAMS_SCHEMAS[METHODS.endSession], async (p, ctx) => {
-      const s = visible(p.sessionId, ctx.connectionId);
+      const s = await api.sessions().restore(visible(p.sessionId, ctx.connectionId));
       api.sessions().endSession(s);
       const r = await api.harvest(s, p.outcome, ctx.connectionId);
       return { harvested: r.harvested };

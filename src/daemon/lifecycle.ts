@@ -104,6 +104,10 @@ export class SessionLifecycle {
   lastActivityAt: number;
   lastEdit: LastEdit | undefined;
   private endedValue = false;
+  /** Generation whose model carries edits the agent applied (not in the transcript). */
+  private editedGeneration = -1;
+  /** Whether the model had been planned from when it was released from memory. */
+  private plannedAtRelease = false;
   private readonly open = new Map<string, OpenPlan>();
 
   constructor(now: number) {
@@ -206,6 +210,7 @@ export class SessionLifecycle {
   /** The agent applied edits of a plan made from `version`: the model moved on by itself. */
   applied(edit: LastEdit, version: number): void {
     this.lastEdit = edit;
+    this.editedGeneration = this.generation;
     this.lastPlannedVersion = version;
   }
 
@@ -229,8 +234,67 @@ export class SessionLifecycle {
     return this.expireAll();
   }
 
+  /**
+   * Whether the model may be released from memory and rebuilt from its transcript later: no
+   * plan is being made or awaits an answer, and no applied edit lives only in this model.
+   */
+  get releasable(): boolean {
+    return !this.planning && this.open.size === 0 && this.editedGeneration !== this.generation;
+  }
+
+  /** The model at `version` was released from memory. */
+  released(version: number): void {
+    this.plannedAtRelease = this.lastPlannedVersion === version;
+  }
+
+  /** The model was rebuilt from the transcript (now at `version`): planned-from stays as it was. */
+  restored(version: number): void {
+    this.lastPlannedVersion = this.plannedAtRelease ? version : -1;
+  }
+
   private hasCurrentPushedPlan(): boolean {
     for (const p of this.open.values()) if (p.pushed && p.generation === this.generation) return true;
     return false;
   }
+}
+
+/** The memory budget of tailed session models (config `memory`). */
+export interface MemoryBudget {
+  /** Tokens all in-memory tailed session models may hold together (0 = no bound). */
+  readonly maxSessionTokens: number;
+  /** A subscribed session is released only after this long without an append. */
+  readonly releaseAfterMs: number;
+}
+
+/** Defaults of `memory`: see docs/configuration.md for how 8 M tokens was sized. */
+export const MEMORY_DEFAULTS: MemoryBudget = Object.freeze({ maxSessionTokens: 8_000_000, releaseAfterMs: 60_000 });
+
+/** One in-memory session as the budget sees it. */
+export interface HeldSession {
+  readonly sessionId: string;
+  readonly tokens: number;
+  readonly lastActivityAt: number;
+  /** `SessionLifecycle.releasable`, and rebuildable from a transcript at all. */
+  readonly releasable: boolean;
+  readonly subscribed: boolean;
+}
+
+/**
+ * Which sessions to release so the models held stay within the budget: none while the total
+ * is within it; else the least recently active releasable ones, oldest first, until it is
+ * (a subscribed session only once idle for `releaseAfterMs`). May leave the total over the
+ * budget when too few sessions can go.
+ */
+export function sessionsToRelease(held: readonly HeldSession[], budget: MemoryBudget, now: number): string[] {
+  if (budget.maxSessionTokens <= 0) return [];
+  let total = held.reduce((n, h) => n + h.tokens, 0);
+  if (total <= budget.maxSessionTokens) return [];
+  const order = held.filter((h) => h.releasable && (!h.subscribed || now - h.lastActivityAt >= budget.releaseAfterMs)).sort((a, b) => a.lastActivityAt - b.lastActivityAt);
+  const out: string[] = [];
+  for (const h of order) {
+    if (total <= budget.maxSessionTokens) break;
+    out.push(h.sessionId);
+    total -= h.tokens;
+  }
+  return out;
 }

@@ -1,5 +1,7 @@
 import type { TranscriptFormat } from '../ingest/types.js';
 import type { SessionModel } from '../model/index.js';
+import type { HeadroomSnapshot } from '../model/types.js';
+import type { TranscriptEvent } from '../model/messages.js';
 import { SummaryCache, type Plan } from '../compact/index.js';
 import type { ProviderFormatName } from '../proxy/index.js';
 import { SessionHistory } from '../harvest/index.js';
@@ -30,8 +32,19 @@ export class LiveSession {
    * appended; anything else rebuilds the model).
    */
   fed: { ids: readonly string[]; version: number; budgetTokens: number | undefined } | undefined;
-  /** Summaries of unchanged sections are reused across re-plans. */
-  readonly summaryCache = new SummaryCache();
+  /** Summaries of unchanged sections are reused across re-plans (dropped on release). */
+  summaryCache = new SummaryCache();
+  /** File offset just past the last transcript line applied (tailed sessions). */
+  tailOffset: number | undefined;
+  /**
+   * Set while the model is released from memory (memory budget): the transcript offset it was
+   * built up to and its headroom then (for status). Rebuilt from the transcript on demand.
+   */
+  released: { readonly offset: number; readonly headroom: HeadroomSnapshot } | undefined;
+  /** Appends that arrived while released, applied once the model is rebuilt. */
+  readonly pending: { readonly events: readonly TranscriptEvent[]; readonly toOffset: number | undefined }[] = [];
+  /** The rebuild under way, if any. */
+  restoring: Promise<void> | undefined;
   /** The timer of a throttled plan (owned by the session manager). */
   planTimer: NodeJS.Timeout | undefined;
   /** For a conversation through the proxy: the agent's own session id, and how to compact it now. */
@@ -54,6 +67,11 @@ export class LiveSession {
     readonly source: 'transcript' | 'proxy' = 'transcript',
   ) {
     this.life = new SessionLifecycle(now);
+  }
+
+  /** The headroom now, or as it was when the model was released. */
+  headroom(): HeadroomSnapshot {
+    return this.released?.headroom ?? this.model.headroom();
   }
 
   get ended(): boolean {

@@ -4,14 +4,15 @@ import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
-import { applyPlan, planCompaction, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import { applyPlan, planCompaction, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import { readTranscriptFile } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
-import { ADVISORY_PLAN_INTERVAL_MS, zoneOf, type Zone } from './lifecycle.js';
+import { ADVISORY_PLAN_INTERVAL_MS, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type MemoryBudget, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
 export interface LoopOptions {
@@ -24,6 +25,10 @@ export interface LoopOptions {
   readonly advisoryPlanIntervalMs?: number;
   /** A session idle this long is finished and harvested (default 30 min). */
   readonly idleTimeoutMs?: number;
+  /** Budget of tokens held by tailed session models (default MEMORY_DEFAULTS). */
+  readonly memory?: MemoryBudget;
+  /** Longest transcript line parsed when a released session is rebuilt (default 8 MiB). */
+  readonly maxLineBytes?: number;
 }
 
 export interface SessionManagerDeps {
@@ -94,7 +99,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const rebuild = options.budgetTokens !== this.options.budgetTokens || options.reserveRatio !== this.options.reserveRatio;
     this.options = options;
     for (const s of this.sessions.values()) {
-      if (s.source === 'proxy') continue; // the proxy owns that model
+      if (s.source === 'proxy' || s.released) continue; // the proxy owns that model; a released one is rebuilt under the new options
       if (rebuild) {
         const fresh = this.newModel(s.sessionId, s.fed ? s.fed.budgetTokens : options.budgetTokens);
         fresh.applyAll(this.replayable(s));
@@ -125,8 +130,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return [...this.sessions.values()];
   }
 
-  /** Events read from a transcript: apply them and react to the new headroom. */
-  ingest(file: string, sessionId: string, format: TranscriptFormat, events: readonly TranscriptEvent[]): LiveSession {
+  /**
+   * Events read from a transcript (up to file offset `toOffset`): apply them and react to the
+   * new headroom. A session released from memory is rebuilt first (the events wait for it).
+   */
+  ingest(file: string, sessionId: string, format: TranscriptFormat, events: readonly TranscriptEvent[], toOffset?: number): LiveSession {
     let s = this.sessions.get(sessionId);
     if (s?.fed) {
       // The agent feeds this session itself (session.sync): what it sends is what the model
@@ -141,6 +149,19 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.log.info({ sessionId, file, format }, 'session opened');
       for (const p of this.sessions.values()) if (p.proxied?.agentSessionId === sessionId) this.link(p);
     }
+    if (s.released) {
+      s.pending.push({ events, toOffset });
+      this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId, file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
+      return s;
+    }
+    this.apply(s, events, toOffset);
+    this.enforceBudget(s);
+    return s;
+  }
+
+  private apply(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
+    const sessionId = s.sessionId;
+    s.tailOffset = toOffset;
     s.model.applyAll(events);
     s.history.push(events);
     const now = this.now();
@@ -153,7 +174,88 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // The agent compacted or rewound its own context: sections the open plans name are gone.
     if (events.some((e) => e.type === 'reset' || e.type === 'truncate')) this.expire(sessionId, s.life.expireAll(), 'the agent rewrote its context');
     this.afterChange(s);
+  }
+
+  /** Tokens held by the in-memory models of tailed sessions (what the memory budget bounds). */
+  heldTokens(): number {
+    let n = 0;
+    for (const s of this.sessions.values()) if (s.source === 'transcript' && !s.released) n += s.model.tokens();
+    return n;
+  }
+
+  /**
+   * Over the memory budget: release the least recently active sessions (decided by
+   * `sessionsToRelease`) but never `keep`, the one just appended to.
+   */
+  private enforceBudget(keep: LiveSession): void {
+    const budget = this.options.memory ?? MEMORY_DEFAULTS;
+    if (budget.maxSessionTokens <= 0) return;
+    const held = [...this.sessions.values()]
+      .filter((s) => s.source === 'transcript' && !s.released)
+      .map((s) => ({
+        sessionId: s.sessionId,
+        tokens: s.model.tokens(),
+        lastActivityAt: s.lastActivityAt,
+        releasable: s !== keep && s.fed === undefined && s.tailOffset !== undefined && s.life.releasable && !this.planQueue.has(s),
+        subscribed: this.subscribedTo(s),
+      }));
+    for (const id of sessionsToRelease(held, budget, this.now())) {
+      const s = this.sessions.get(id);
+      if (s) this.release(s);
+    }
+  }
+
+  /** Drop a session's model, history and caches; it keeps its id, tail offset and lifecycle. */
+  private release(s: LiveSession): void {
+    const headroom = s.model.headroom();
+    if (s.planTimer) clearTimeout(s.planTimer);
+    s.planTimer = undefined;
+    s.life.released(s.model.version);
+    s.released = { offset: s.tailOffset ?? 0, headroom };
+    s.model = this.newModel(s.sessionId);
+    s.history.clear();
+    s.summaryCache = new SummaryCache();
+    this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset }, 'session released from memory (memory budget); rebuilt from its transcript when needed');
+  }
+
+  /**
+   * The session with its model in memory: a released one is rebuilt from its transcript up to
+   * the offset it had (token counts come from the cache), then the appends that waited apply.
+   */
+  async restore(s: LiveSession): Promise<LiveSession> {
+    if (!s.released) return s;
+    s.restoring ??= this.rebuild(s).finally(() => {
+      s.restoring = undefined;
+    });
+    await s.restoring;
     return s;
+  }
+
+  /** The session with this id, rebuilt first if it was released (requests that read its model). */
+  async requireLoaded(sessionId: string): Promise<LiveSession> {
+    return this.restore(this.require(sessionId));
+  }
+
+  private async rebuild(s: LiveSession): Promise<void> {
+    const r = s.released;
+    if (!r) return;
+    const read = await readTranscriptFile(s.file, {
+      format: s.format as TranscriptFormat,
+      endOffset: r.offset,
+      ...(this.options.maxLineBytes !== undefined ? { maxLineBytes: this.options.maxLineBytes } : {}),
+    });
+    // Rewritten or forgotten meanwhile: that path started over on its own.
+    if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+    const model = this.newModel(s.sessionId);
+    model.applyAll(read.events);
+    s.history.push(read.events);
+    s.model = model;
+    s.released = undefined;
+    s.life.restored(model.version);
+    this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length }, 'released session rebuilt from its transcript');
+    const pending = s.pending.splice(0);
+    for (const p of pending) this.apply(s, p.events, p.toOffset);
+    this.enforceBudget(s);
   }
 
   /**
@@ -278,6 +380,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!s || s.fed) return;
     s.model = this.newModel(sessionId);
     s.history.clear();
+    s.released = undefined;
+    s.pending.length = 0;
+    s.tailOffset = undefined;
     this.expire(sessionId, s.life.rebuilt(), `transcript ${reason}`);
     this.log.warn({ sessionId, file, reason }, 'transcript rewritten: rebuilding the session model');
   }
@@ -329,7 +434,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** Plan now, regardless of watermarks (session.compact). */
   async compactNow(sessionId: string, targetHeadroom: number | undefined, dryRun: boolean): Promise<Plan> {
-    const s = this.require(sessionId);
+    const s = await this.requireLoaded(sessionId);
     // The proxy applies it to the conversation's next request (and records it through proxiedChanged).
     if (s.source === 'proxy' && !dryRun && s.proxied) return s.proxied.compact(targetHeadroom);
     const work = this.makePlan(s, 'manual', targetHeadroom, dryRun, false);

@@ -173,6 +173,8 @@ export interface ReadTranscriptOptions {
   readonly maxLineBytes?: number;
   /** Stream chunk size in bytes (default 1 MiB). */
   readonly chunkBytes?: number;
+  /** Read only the bytes before this offset (a line boundary the tailer committed). */
+  readonly endOffset?: number;
 }
 
 /**
@@ -188,7 +190,8 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
   const events: TranscriptEvent[] = [];
   let bytes = 0;
   let lastByte = -1;
-  const stream = createReadStream(path, { highWaterMark: options.chunkBytes ?? 1024 * 1024 });
+  if (options.endOffset === 0) throw new ContextdError(ErrorCode.NOTHING_READ, `no transcript line could be parsed in ${path}`, { path, bytes: 0 });
+  const stream = createReadStream(path, { highWaterMark: options.chunkBytes ?? 1024 * 1024, ...(options.endOffset !== undefined ? { end: options.endOffset - 1 } : {}) });
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       bytes += chunk.length;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SessionLifecycle, zoneOf, type ThrottleOptions } from '../../src/daemon/lifecycle.js';
+import { SessionLifecycle, sessionsToRelease, zoneOf, type HeldSession, type ThrottleOptions } from '../../src/daemon/lifecycle.js';
 import type { Plan } from '../../src/compact/index.js';
 
 // Pure: no sockets, no timers, no SQLite — the clock and facts are passed in.
@@ -91,5 +91,54 @@ describe('SessionLifecycle', () => {
     expect(l.observe({ headroom: 0.895 }, o).logReason).toBeUndefined();
     expect(l.observe({ headroom: 0.88 }, o).logReason).toBe('moved');
     expect(l.observe({ headroom: 0.3 }, o)).toEqual({ zone: 'soft', logReason: 'zone:ok->soft', zoneChange: { zone: 'soft', previous: 'ok' } });
+  });
+});
+
+describe('memory budget decisions', () => {
+  const budget = { maxSessionTokens: 1_000, releaseAfterMs: 60_000 };
+  const held = (sessionId: string, tokens: number, lastActivityAt: number, extra: Partial<HeldSession> = {}): HeldSession => ({ sessionId, tokens, lastActivityAt, releasable: true, subscribed: false, ...extra });
+
+  it('releases nothing within the budget, or with no bound (0)', () => {
+    expect(sessionsToRelease([held('a', 600, 1), held('b', 400, 2)], budget, 10)).toEqual([]);
+    expect(sessionsToRelease([held('a', 6_000, 1), held('b', 4_000, 2)], { ...budget, maxSessionTokens: 0 }, 10)).toEqual([]);
+  });
+
+  it('over the budget, releases the least recently active first, only until the total fits', () => {
+    const s = [held('new', 500, 30), held('old', 400, 10), held('mid', 300, 20)];
+    expect(sessionsToRelease(s, budget, 40)).toEqual(['old']);
+    expect(sessionsToRelease([...s, held('newest', 600, 35)], budget, 40)).toEqual(['old', 'mid', 'new']);
+  });
+
+  it('skips sessions that cannot be released, and subscribed ones until idle past releaseAfterMs', () => {
+    const s = [held('pinned', 900, 1, { releasable: false }), held('followed', 500, 2, { subscribed: true }), held('free', 100, 3)];
+    expect(sessionsToRelease(s, budget, 60_001)).toEqual(['free']);
+    expect(sessionsToRelease(s, budget, 60_002)).toEqual(['followed']);
+  });
+
+  it('a session is releasable only with no plan under way or open, and no applied edit in its model', () => {
+    const l = new SessionLifecycle(0);
+    expect(l.releasable).toBe(true);
+    l.planStarted(3, 0, false);
+    expect(l.releasable).toBe(false);
+    l.planFinished();
+    l.propose(plan('p1'), true);
+    expect(l.releasable).toBe(false);
+    l.answered('p1');
+    l.applied({ reason: 'stale-tool-output', at: 1, planId: 'p1' }, 4);
+    expect(l.releasable).toBe(false);
+    l.rebuilt();
+    expect(l.releasable).toBe(true);
+  });
+
+  it('a rebuilt model keeps "already planned from" only when it was planned from at release', () => {
+    const l = new SessionLifecycle(0);
+    l.planStarted(7, 0, true);
+    l.planFinished();
+    l.released(7);
+    l.restored(2);
+    expect(l.nextStep('soft', 2, false, 1e9, o)).toEqual({ kind: 'none' });
+    l.released(9);
+    l.restored(3);
+    expect(l.nextStep('soft', 3, false, 1e9, o)).toEqual({ kind: 'plan', mode: 'soft', advisory: true });
   });
 });

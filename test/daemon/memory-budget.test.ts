@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { Daemon } from '../../src/daemon/daemon.js';
+import { resolveDaemonOptions } from '../../src/daemon/config.js';
+import type { DaemonStatus } from '../../src/daemon/api.js';
+import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
+import { ContextdClient } from '../../src/ipc/client.js';
+
+const dirs: string[] = [];
+const daemons: Daemon[] = [];
+const clients: ContextdClient[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.close();
+  for (const d of daemons.splice(0)) await d.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+type Row = DaemonStatus['sessions'][number];
+const NAMES = ['a', 'b', 'c', 'd'] as const;
+
+async function start(dir: string, maxSessionTokens: number): Promise<ContextdClient> {
+  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000, memory: { maxSessionTokens } });
+  const daemon = new Daemon(options, { logger: pino({ level: 'silent' }) });
+  daemons.push(daemon);
+  await daemon.start();
+  const client = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
+  clients.push(client);
+  await client.connect();
+  return client;
+}
+
+async function status(c: ContextdClient): Promise<{ heldTokens: number; rows: Map<string, Row> }> {
+  const s = (await c.status()) as unknown as DaemonStatus;
+  return { heldTokens: s.heldTokens, rows: new Map(s.sessions.map((r) => [r.file.replace(/^.*\//, '').replace('.jsonl', ''), r])) };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Four transcripts of distinct sizes in `dir/sessions`. */
+function writeSessions(dir: string): void {
+  mkdirSync(join(dir, 'sessions'));
+  NAMES.forEach((n, i) => writeFileSync(join(dir, 'sessions', `${n}.jsonl`), demoTranscriptJsonl({ rounds: 5 + i, variant: n })));
+}
+
+const APPENDED = `${JSON.stringify({ role: 'user', content: 'One more thing: also round the tax line to 2 decimals and say which tests cover it.' })}\n`;
+
+describe('memory budget of tailed session models', () => {
+  it('releases the least recently active sessions, rebuilds them on append or request to the figures they would have had, and keeps a session with an open plan', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-membudget-'));
+    dirs.push(dir);
+    writeSessions(dir);
+
+    // Reference: no bound. Every session stays in memory.
+    const free = await start(dir, 0);
+    const ref = await until('four sessions', async () => {
+      const s = await status(free);
+      return s.rows.size === 4 ? s : undefined;
+    });
+    for (const r of ref.rows.values()) expect(r.inMemory).toBe(true);
+    const tokens = NAMES.map((n) => ref.rows.get(n)?.tokens ?? 0);
+    expect(Math.min(...tokens)).toBeGreaterThan(500);
+    await free.close();
+    await daemons.pop()?.stop();
+
+    // Room for the two largest sessions, not three.
+    const sorted = [...tokens].sort((x, y) => y - x);
+    const budget = (sorted[0] as number) + (sorted[1] as number) + 1;
+    const c = await start(dir, budget);
+    const first = await until('four sessions, some released', async () => {
+      const s = await status(c);
+      return s.rows.size === 4 && [...s.rows.values()].some((r) => !r.inMemory) ? s : undefined;
+    });
+    expect(first.heldTokens).toBeLessThanOrEqual(budget);
+    const held = [...first.rows.values()].filter((r) => r.inMemory);
+    expect(first.heldTokens).toBe(held.reduce((n, r) => n + r.tokens, 0));
+    // The released ones are the least recently active, and status still shows their figures.
+    const released = [...first.rows.entries()].filter(([, r]) => !r.inMemory);
+    for (const [n, r] of released) {
+      for (const h of held) expect(r.lastActivityAt).toBeLessThanOrEqual(h.lastActivityAt);
+      expect(r.tokens).toBe(ref.rows.get(n)?.tokens);
+      expect(r.sections).toBe(ref.rows.get(n)?.sections);
+    }
+
+    // A request on a released session rebuilds it transparently, to the same figures.
+    const [askedName, asked] = released[0] as [string, Row];
+    const h = await c.headroom(asked.sessionId);
+    expect(h.tokens).toBe(ref.rows.get(askedName)?.tokens);
+    expect(h.sections).toBe(ref.rows.get(askedName)?.sections);
+    const afterAsk = await status(c);
+    expect(afterAsk.rows.get(askedName)?.inMemory).toBe(true);
+    expect(afterAsk.heldTokens).toBeLessThanOrEqual(budget);
+
+    // An open plan pins its session: compact it (the plan awaits an ack), then make the others churn.
+    const plan = await c.compact(asked.sessionId, { targetHeadroom: 0.9999 });
+    expect(plan.edits.length).toBeGreaterThan(0);
+    const others = NAMES.filter((n) => n !== askedName);
+    for (const n of others) {
+      const row = (await status(c)).rows.get(n) as Row;
+      if (!row.inMemory) await c.headroom(row.sessionId);
+    }
+    const pinned = await status(c);
+    expect(pinned.rows.get(askedName)?.inMemory).toBe(true);
+    expect(pinned.rows.get(askedName)?.openPlans).toBe(1);
+    expect(pinned.heldTokens).toBeLessThanOrEqual(budget + (ref.rows.get(askedName)?.tokens ?? 0));
+
+    // An append to a released session rebuilds it and applies the new line on top.
+    const target = await until('a released session', async () => {
+      const s = await status(c);
+      return [...s.rows.entries()].find(([n, r]) => !r.inMemory && n !== askedName);
+    });
+    const [appendName] = target;
+    appendFileSync(join(dir, 'sessions', `${appendName}.jsonl`), APPENDED);
+    const appended = await until('the appended session rebuilt', async () => {
+      const r = (await status(c)).rows.get(appendName);
+      return r?.inMemory === true && r.tokens > (ref.rows.get(appendName)?.tokens ?? 0) ? r : undefined;
+    });
+    await c.close();
+    await daemons.pop()?.stop();
+
+    // What it would have had: the same file read by a daemon with no bound.
+    const again = await start(dir, 0);
+    const truth = await until('four sessions', async () => {
+      const s = await status(again);
+      return s.rows.size === 4 && s.rows.get(appendName)?.tokens === appended.tokens ? s : undefined;
+    });
+    expect(appended.sections).toBe(truth.rows.get(appendName)?.sections);
+    expect(appended.sessionId).toBe(truth.rows.get(appendName)?.sessionId);
+  }, 60_000);
+});
