@@ -55,6 +55,13 @@ describe('daemon options', () => {
     expect(codeOf(() => loadConfigFile(writeConfig('{not json'))).code).toBe(ErrorCode.CONFIG_INVALID);
   });
 
+  it('memory budget: defaults, 0 for no bound, bad values named', () => {
+    expect(resolveDaemonOptions({}, {}, env).memory).toEqual({ maxSessionTokens: 8_000_000, releaseAfterMs: 60_000 });
+    expect(resolveDaemonOptions({ memory: { maxSessionTokens: 0 } }, {}, env).memory).toEqual({ maxSessionTokens: 0, releaseAfterMs: 60_000 });
+    expect(codeOf(() => resolveDaemonOptions({ memory: { maxSessionTokens: -1 } }, {}, env)).message).toContain('"memory.maxSessionTokens"');
+    expect(codeOf(() => loadConfigFile(writeConfig({ memory: { releaseAfter: 5 } }))).code).toBe(ErrorCode.CONFIG_INVALID);
+  });
+
   it('refuses a soft watermark inside the reserve', () => {
     expect(codeOf(() => resolveDaemonOptions({ softWatermark: 0.9 }, {}, env)).message).toMatch(/softWatermark/);
   });
