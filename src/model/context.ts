@@ -13,6 +13,7 @@ import {
   projectEntry,
   projectFragments,
   recomputeStats,
+  rehomeOverhead,
   type Entry,
   type Fragment,
   type SectionBase,
@@ -109,6 +110,9 @@ export class LiveContext {
         if (f.entry.frags.every((x) => x.section === undefined)) goneEntries.add(f.entry);
       }
       this.dropSection(rec);
+    }
+    for (const rec of recs) {
+      for (const f of rec.frags) if (!goneEntries.has(f.entry)) this.totalTokens += rehomeOverhead(f.entry);
     }
     const before = this.entries.slice(0, at).filter((e) => !goneEntries.has(e));
     const after = this.entries.slice(at).filter((e) => !goneEntries.has(e));

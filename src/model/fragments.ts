@@ -25,7 +25,10 @@ export interface Fragment {
   readonly entry: Entry;
   readonly part: FragmentPart;
   readonly call?: ToolCall;
-  readonly tokens: number;
+  /** Its tokens; the message's framing overhead moves to another part when its holder is compacted away. */
+  tokens: number;
+  /** The part of `tokens` that is the message's framing overhead (MESSAGE_OVERHEAD_TOKENS on one fragment, else 0). */
+  overhead: number;
   readonly stats: TermStats;
   readonly features: DensityFeatures;
   /** A tool result that failed or reads like a stack trace. */
@@ -112,7 +115,8 @@ export function buildEntry(message: Message, counter: TokenCounter, cache?: Toke
   const textAndReasoning = message.reasoning ? `${message.text}\n${message.reasoning}` : message.text;
   const mk = (part: FragmentPart, tokens: number, text: string, call?: ToolCall, error = false): Fragment => {
     const { stats, shingles } = analyseText(text);
-    return { entry, part, ...(call ? { call } : {}), tokens, stats, features: featuresOfShingles(shingles), error, section: undefined };
+    const overhead = entry.frags.length === 0 ? MESSAGE_OVERHEAD_TOKENS : 0;
+    return { entry, part, ...(call ? { call } : {}), tokens, overhead, stats, features: featuresOfShingles(shingles), error, section: undefined };
   };
   // Every text of the message, counted (or looked up) together: text, reasoning, then each call's name and arguments.
   const counts = countTexts(counter, [message.text, message.reasoning ?? '', ...calls.flatMap((c) => [c.name, c.arguments])], cache);
@@ -135,6 +139,24 @@ export function buildEntry(message: Message, counter: TokenCounter, cache?: Toke
     entry.frags.push(mk('call', tokens, `${call.name} ${call.arguments}`, call));
   });
   return entry;
+}
+
+/**
+ * Moves the message framing overhead (held by the first fragment, see buildEntry) to the first
+ * fragment still in the context when its holder left (compacted into a summary), so the live
+ * count equals that of the projected message. Returns the tokens moved onto a live section.
+ */
+export function rehomeOverhead(entry: Entry): number {
+  const holder = entry.frags.find((f) => f.overhead > 0);
+  if (!holder || holder.section !== undefined) return 0;
+  const heir = entry.frags.find((f) => f.section !== undefined);
+  if (!heir?.section) return 0;
+  const moved = holder.overhead;
+  holder.overhead = 0;
+  heir.overhead = moved;
+  heir.tokens += moved;
+  heir.section.tokens += moved;
+  return moved;
 }
 
 /** The message as it stands in the live context: only the parts whose sections are still live. */
