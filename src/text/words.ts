@@ -140,17 +140,6 @@ function shingleHashesOf(wordHash: Uint32Array, size: number): Uint32Array {
   return out;
 }
 
-/** Sum of several term stats (a section made of several fragments). */
-export function mergeTermStats(parts: readonly TermStats[]): TermStats {
-  const tf = new Map<string, number>();
-  let length = 0;
-  for (const p of parts) {
-    p.terms.forEach((t, i) => tf.set(t, (tf.get(t) ?? 0) + (p.counts[i] as number)));
-    length += p.length;
-  }
-  return statsOf(tf, length);
-}
-
 /**
  * Content terms: lowercased words of ≥ 4 chars that may hold `.`, `-` and `$` inside (so
  * `config.max_retries` and `ws-client` stay whole), without stop words or agent filler.
