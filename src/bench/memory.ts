@@ -20,6 +20,8 @@ export interface MemoryBenchOptions {
   readonly rounds?: number;
   /** Also make one plan per session (fills the planner's caches) before measuring. */
   readonly plan?: boolean;
+  /** Context window of planned sessions (default 200k; a 264k-token session then needs edits). */
+  readonly planBudgetTokens?: number;
 }
 
 /** A full collection, reachable without starting node with --expose-gc. */
@@ -46,24 +48,23 @@ export async function benchMemory(options: MemoryBenchOptions = {}): Promise<Rec
     const m = process.memoryUsage();
     return m.heapUsed + m.arrayBuffers;
   };
-  // Warm up code paths (and the tokenizer) outside the measure.
-  new SessionModel({ sessionId: 'warm', tokenCounter: counter }).applyAll(new TranscriptDecoder().push(generatedTranscript(-1, 1)));
-  let textBytes = 0;
-  const before = heap();
-  const models: SessionModel[] = [];
-  const caches: SummaryCache[] = [];
-  for (let i = 0; i < sessions; i++) {
-    const model = new SessionModel({ sessionId: `mem-${i}`, tokenCounter: counter, budgetTokens: options.plan ? 200_000 : 1_000_000 });
+  const build = async (i: number): Promise<{ model: SessionModel; cache?: SummaryCache }> => {
+    const model = new SessionModel({ sessionId: `mem-${i}`, tokenCounter: counter, budgetTokens: options.plan ? (options.planBudgetTokens ?? 200_000) : 1_000_000 });
     model.applyAll(new TranscriptDecoder().push(generatedTranscript(i, rounds)));
     model.sections();
-    if (options.plan) {
-      const cache = new SummaryCache();
-      await planCompaction(model, { mode: 'reserve', tokenCounter: counter, cache });
-      caches.push(cache);
-    }
-    models.push(model);
-  }
+    if (!options.plan) return { model };
+    const cache = new SummaryCache();
+    await planCompaction(model, { mode: 'reserve', tokenCounter: counter, cache });
+    return { model, cache };
+  };
+  // Warm up code paths (compiled code lives on the heap too) outside the measure.
+  await build(-1);
+  const before = heap();
+  const held: { model: SessionModel; cache?: SummaryCache }[] = [];
+  for (let i = 0; i < sessions; i++) held.push(await build(i));
   const after = heap();
+  const models = held.map((h) => h.model);
+  let textBytes = 0;
   for (const m of models[0]?.messages() ?? []) {
     textBytes += m.text.length + (m.reasoning?.length ?? 0);
     for (const c of m.toolCalls ?? []) textBytes += c.name.length + c.arguments.length;
