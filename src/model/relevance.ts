@@ -35,6 +35,12 @@ export interface TermVector {
   readonly length: number;
 }
 
+/** A query ready for `TermIndex.bm25`: weight × idf by term id, and how many terms it has. */
+export interface PreparedQuery {
+  readonly weights: Float64Array;
+  readonly size: number;
+}
+
 /** A vector without terms (shared, frozen). */
 export const EMPTY_TERM_VECTOR: TermVector = Object.freeze({ pairs: new Uint32Array(0), length: 0 });
 
@@ -129,23 +135,34 @@ export class TermIndex {
     return Math.log(1 + (this.docs - n + 0.5) / (n + 0.5));
   }
 
-  /** Folds each query term's idf into its weight, once per scoring pass (terms in no live section drop out). */
-  prepare(query: ReadonlyMap<number, number>): Map<number, number> {
-    const out = new Map<number, number>();
-    for (const [id, w] of query) if ((this.df[id] ?? 0) > 0) out.set(id, w * this.idf(id));
-    return out;
+  /**
+   * Folds each query term's idf into its weight, once per scoring pass: a dense array by term
+   * id (0 for terms outside the query or in no live section — a real weight is never 0, as
+   * idf > 0), so `bm25` reads a weight per document term without a hash lookup.
+   */
+  prepare(query: ReadonlyMap<number, number>): PreparedQuery {
+    const weights = new Float64Array(this.ids.size);
+    let size = 0;
+    for (const [id, w] of query) {
+      if ((this.df[id] ?? 0) > 0) {
+        weights[id] = w * this.idf(id);
+        size++;
+      }
+    }
+    return { weights, size };
   }
 
   /** Raw BM25 of one document against a query from `prepare()`. */
-  bm25(doc: TermVector, prepared: ReadonlyMap<number, number>): number {
+  bm25(doc: TermVector, prepared: PreparedQuery): number {
     if (prepared.size === 0 || doc.length === 0) return 0;
     const avg = this.docs > 0 ? this.totalLength / this.docs : 1;
     const norm = BM25_K1 * (1 - BM25_B + (BM25_B * doc.length) / Math.max(avg, 1));
     let score = 0;
     const { pairs } = doc;
+    const { weights } = prepared;
     for (let i = 0; i < pairs.length; i += 2) {
-      const wIdf = prepared.get(pairs[i] as number);
-      if (wIdf === undefined) continue;
+      const wIdf = weights[pairs[i] as number] ?? 0;
+      if (wIdf === 0) continue;
       const f = pairs[i + 1] as number;
       score += (wIdf * (f * (BM25_K1 + 1))) / (f + norm);
     }
