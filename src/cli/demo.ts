@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { Daemon } from '../daemon/daemon.js';
 import { resolveDaemonOptions } from '../daemon/config.js';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
+import { demoLegend, recallExcerpt, summaryBlock } from '../demo/explain.js';
 import { demoTranscript } from '../demo/transcript.js';
 import { describeError } from '../util/errors.js';
 import { parsePositiveInt, pct, printLine } from './output.js';
@@ -20,7 +21,9 @@ interface DemoFlags {
   keep?: boolean;
 }
 
-function bar(headroom: number, width = 30): string {
+const BAR_WIDTH = 30;
+
+function bar(headroom: number, width = BAR_WIDTH): string {
   const used = Math.max(0, Math.min(width, Math.round((1 - headroom) * width)));
   return `[${'#'.repeat(used)}${'.'.repeat(width - used)}]`;
 }
@@ -67,6 +70,8 @@ export async function runDemo(flags: DemoFlags): Promise<void> {
   await daemon.start();
   printLine(`contextd demo: daemon on ${options.socketPath}, state ${options.stateDir}, budget ${flags.budget} tokens, reserve ${pct(options.reserveRatio)}, soft watermark ${pct(options.softWatermark)}`);
   printLine(`replaying ${flags.file ?? 'the built-in billing-bug session'} into ${transcript}`);
+  for (const l of demoLegend(BAR_WIDTH)) printLine(l);
+  printLine();
 
   const client = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'contextd-demo', version: '1' }, reconnect: false });
   try {
@@ -74,7 +79,8 @@ export async function runDemo(flags: DemoFlags): Promise<void> {
     let sessionId: string | undefined;
     let applied = 0;
     let saved = 0;
-    const handles: string[] = [];
+    /** The first edit that archived its originals: its summary is shown and recalled at the end. */
+    let shown: { handle: string; reason: string; text: string } | undefined;
     let lastShown = Number.NaN;
     const acks: Promise<unknown>[] = [];
 
@@ -82,7 +88,8 @@ export async function runDemo(flags: DemoFlags): Promise<void> {
       const reasons = [...new Set(plan.edits.map((e) => e.reason))].join(', ');
       const tokens = plan.edits.reduce((a, e) => a + e.tokensBefore - e.tokensAfter, 0);
       printLine(`  ⇢ plan ${plan.planId}: ${plan.edits.length} edit(s) [${reasons}], headroom ${pct(plan.headroomBefore)} → ${pct(plan.headroomAfter)}, −${tokens} tokens`);
-      for (const e of plan.edits) if (e.handle) handles.push(e.handle);
+      const withHandle = plan.edits.find((e) => e.handle !== undefined);
+      if (!shown && withHandle?.handle) shown = { handle: withHandle.handle, reason: withHandle.reason, text: withHandle.summary.content };
       acks.push(
         client.ack({ planId: plan.planId, applied: true }).then(
           () => {
@@ -114,17 +121,24 @@ export async function runDemo(flags: DemoFlags): Promise<void> {
     const final = sessionId ? await client.headroom(sessionId) : undefined;
     printLine();
     if (final) printLine(`done: ${n} lines, ${final.tokens}/${final.total} tokens in context, headroom ${pct(final.headroom)}; ${applied} edit(s) applied, ${saved} tokens summarized away`);
-    const first = handles[0];
-    if (first && sessionId) {
-      const r = await client.recall(sessionId, first);
-      printLine(`nothing is lost: recall ${first} returns ${r.messages.length} original message(s) (${String(r['reason'])})`);
+    if (shown && sessionId) {
+      printLine();
+      for (const l of summaryBlock(shown.handle, shown.reason, shown.text)) printLine(l);
+      // Recalled while the daemon and its state still exist (they are deleted below unless --keep).
+      const r = await client.recall(sessionId, shown.handle);
+      printLine();
+      printLine(`nothing is lost: recall ${shown.handle} returns ${r.messages.length} original message(s); the first lines:`);
+      for (const l of recallExcerpt(r.messages)) printLine(l);
+      if (flags.keep) printLine(`recall them all later with: contextd recall --state ${options.stateDir} ${shown.handle}`);
+    } else {
+      printLine('no plan archived anything in this run (try a smaller --budget)');
     }
   } finally {
     await client.close();
     await daemon.stop('demo finished');
     if (!flags.keep) rmSync(dir, { recursive: true, force: true });
   }
-  if (flags.keep) printLine(`kept ${dir}: logs in ${logFile}; try: contextd headroom <session> --state ${options.stateDir}`);
+  printLine(flags.keep ? `kept the demo's state in ${options.stateDir} (logs in ${logFile})` : 'the demo\'s temp dir is deleted (run with --keep to keep its state and recall from it)');
 }
 
 /** `contextd demo`: replays a sample transcript and shows the daemon at work, live. */
@@ -136,7 +150,7 @@ export function registerDemo(program: Command): void {
     .option('--budget <tokens>', 'context window of the demo session', parsePositiveInt('--budget'), 24_000)
     .option('--rounds <n>', 'length of the built-in session', parsePositiveInt('--rounds'), 14)
     .option('--delay-ms <ms>', 'pause between lines', (v) => Math.max(0, Number(v) || 0), 25)
-    .option('--keep', 'keep the temp dir (state, logs) afterwards')
+    .option('--keep', 'keep the temp dir (state, logs) afterwards and print the recall command that reads it')
     .action(async (flags: DemoFlags) => {
       await runDemo(flags);
     });

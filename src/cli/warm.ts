@@ -91,10 +91,10 @@ export function registerWarm(program: Command): void {
         printLine(`value ${t.valueScore}  ${Object.entries(t.valueBreakdown).map(([k, v]) => `${k}=${v}`).join(' ')}`);
         printLine(`task: ${t.task}`);
         if (t.systemDigest) printLine(`system: ${t.systemDigest}`);
-        for (const kind of ['recovery', 'example', 'marker'] as const) {
+        for (const [kind, heading] of [['recovery', 'recoveries'], ['example', 'examples'], ['marker', 'markers']] as const) {
           const items = t.items.filter((i) => i.kind === kind);
           if (items.length === 0) continue;
-          printLine(`${kind}s:`);
+          printLine(`${heading}:`);
           for (const i of items) printLine(`  [${i.category}] ${i.text}  (evidence ${i.evidence}, confidence ${i.confidence.toFixed(2)})`);
         }
         if (t.knowledge.length > 0) printLine('knowledge:');

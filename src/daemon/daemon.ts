@@ -148,7 +148,7 @@ export class Daemon {
     }
 
     for (const p of o.watch) {
-      if (!existsSync(p)) this.log.warn({ path: resolve(p) }, 'watch path does not exist: nothing under it is read until it exists and the daemon is restarted');
+      if (!existsSync(p)) this.log.warn({ path: resolve(p) }, 'watch path does not exist yet: watching for it to appear');
     }
     this.tailer = new Tailer({
       paths: o.watch.map((p) => resolve(p)),

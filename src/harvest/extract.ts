@@ -8,7 +8,8 @@ import type { Message } from '../model/messages.js';
 import type { TokenCounter } from '../model/tokens.js';
 import type { KnowledgeInput, TemplateItemInput, UserPatternInput } from '../store/templates.js';
 import { relativePath, searchTerms, type TaskType } from '../text/index.js';
-import { classifySession, extractMarkers, repoName, type Marker } from './markers.js';
+import { classifySession, extractMarkers, repoFromCwd, repoName, type Marker } from './markers.js';
+import { isSyntheticText } from './synthetic.js';
 import { extractKnowledge, userPatternCandidates, userRequests } from './patterns.js';
 import { findRecoveries, type Recovery } from './recovery.js';
 import { pairToolCalls, type ToolExchange } from './toolcalls.js';
@@ -54,7 +55,10 @@ function trimText(text: string, chars: number, lines = 6): string {
 
 /** Digest of the system context: size, a content hash, and its headings or first lines. */
 export function systemDigest(messages: readonly Message[], counter: TokenCounter): string {
-  const parts = messages.filter((m) => m.role === 'system' || (m.role === 'user' && m.injected === true && !m.isSummary)).map((m) => m.text).filter((t) => t.trim().length > 0);
+  const parts = messages
+    .filter((m) => m.role === 'system' || (m.role === 'user' && m.injected === true && !m.isSummary))
+    .map((m) => m.text)
+    .filter((t) => t.trim().length > 0 && !isSyntheticText(t));
   if (parts.length === 0) return '';
   const all = parts.join('\n');
   const headings = all
@@ -133,9 +137,8 @@ export function extractSession(
   const recoveries = findRecoveries(calls);
   const markers = extractMarkers(messages, calls, meta);
   const repoMarker = markers.find((m) => m.kind === 'repo')?.value;
-  // The repo: the transcript's git remote, else one named in the session, else the cwd's name.
-  const cwdName = meta.cwd && meta.cwd.length > 1 ? (meta.cwd.replace(/\/+$/, '').split('/').pop() ?? '') : '';
-  const repo = meta.repo ? repoName(meta.repo) : (repoMarker ?? cwdName);
+  // The repo: the transcript's git remote, else one named in the session, else named by the cwd.
+  const repo = meta.repo ? repoName(meta.repo) : (repoMarker ?? repoFromCwd(meta.cwd ?? ''));
   const items: TemplateItemInput[] = [
     ...exampleItems(calls, meta.cwd, lim),
     ...recoveries.map((r) => ({

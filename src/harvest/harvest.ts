@@ -11,6 +11,7 @@ import type { TokenCounter } from '../model/tokens.js';
 import type { Logger } from '../util/logger.js';
 import { searchTerms } from '../text/index.js';
 import { type Outcome, type TemplateInput, type TemplateStore, type ValueScore } from '../store/templates.js';
+import { contentHashChain } from './content-hash.js';
 import { extractSession, type ExtractionLimits } from './extract.js';
 import { redactAll, redactSync, type RedactionFinding } from './redact.js';
 import { jaccard, scoreSession } from './value.js';
@@ -107,18 +108,32 @@ export function storedSessionId(sessionId: string): string {
 export async function harvestSession(input: HarvestInput, deps: HarvestDeps): Promise<HarvestResult> {
   const now = (deps.now ?? Date.now)();
   const log = deps.logger.child({ component: 'harvest' });
-  const sessionId = storedSessionId(input.sessionId);
-  const safeId = sessionId;
+  let sessionId = storedSessionId(input.sessionId);
   const outcome = input.outcome ?? 'unknown';
   const messages = input.messages;
   const previous = deps.store.harvestedSession(sessionId);
   if (previous && previous.messageCount >= messages.length) {
-    log.debug({ sessionId: safeId }, 'session already harvested');
+    log.debug({ sessionId }, 'session already harvested');
     return { sessionId, value: NO_VALUE, items: ZERO_COUNTS, redactions: [], skipped: 'already-harvested' };
   }
+  // The same content under another path or name counts once; a transcript that grew since an
+  // earlier harvest (its hash is a prefix of ours) replaces that contribution: it is harvested
+  // under the earlier session id, so it stays one session of the same template.
+  const chain = contentHashChain(messages);
+  const contentHash = chain[chain.length - 1] ?? '';
+  const sameContent = deps.store.harvestedByContent(chain);
+  if (sameContent && sameContent.sessionId !== sessionId) {
+    if (sameContent.messageCount >= messages.length) {
+      log.debug({ sessionId, sameAs: sameContent.sessionId }, 'transcript content already harvested');
+      return { sessionId: sameContent.sessionId, value: NO_VALUE, items: ZERO_COUNTS, redactions: [], skipped: 'already-harvested' };
+    }
+    log.debug({ sessionId, grownFrom: sameContent.sessionId, messages: messages.length, before: sameContent.messageCount }, 'transcript grew since its harvest: replacing it');
+    sessionId = sameContent.sessionId;
+  }
+  const safeId = sessionId;
   const ex = extractSession(messages, input.meta ?? {}, deps.tokenCounter, deps.limits);
   if (ex.stats.userRequests === 0 && ex.stats.toolCalls === 0) {
-    deps.store.recordSkipped(sessionId, messages.length, 0, 'empty', now);
+    deps.store.recordSkipped(sessionId, messages.length, 0, 'empty', now, contentHash);
     log.info({ sessionId: safeId, messages: messages.length }, 'session skipped: nothing to harvest');
     return { sessionId, value: NO_VALUE, items: ZERO_COUNTS, redactions: [], skipped: 'empty' };
   }
@@ -162,7 +177,7 @@ export async function harvestSession(input: HarvestInput, deps: HarvestDeps): Pr
   };
   const minValue = deps.minValue ?? 0.12;
   if (value.score < minValue) {
-    deps.store.recordSkipped(sessionId, messages.length, value.score, 'low-value', now);
+    deps.store.recordSkipped(sessionId, messages.length, value.score, 'low-value', now, contentHash);
     log.info({ sessionId: safeId, score: value.score, breakdown: value.breakdown }, 'session skipped: low value');
     return { sessionId, value, items: counts, redactions: findings, skipped: 'low-value' };
   }
@@ -181,6 +196,7 @@ export async function harvestSession(input: HarvestInput, deps: HarvestDeps): Pr
     knowledge: clean.knowledge,
     patterns: clean.patterns,
     messageCount: messages.length,
+    contentHash,
     at: now,
   };
   const saved = deps.store.save(templateInput);

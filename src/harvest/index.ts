@@ -27,7 +27,8 @@ export {
 export { extractSession, sessionFingerprint, systemDigest, type Extraction, type ExtractionLimits } from './extract.js';
 export { findRecoveries, type Recovery, type RecoveryOptions } from './recovery.js';
 export { pairToolCalls, salientArg, commandHead, commandOf, toolKind, type ToolExchange, type ToolKind } from './toolcalls.js';
-export { extractMarkers, classifySession, repoName, type Marker, type MarkerKind } from './markers.js';
+export { extractMarkers, classifySession, repoFromCwd, repoName, type Marker, type MarkerKind } from './markers.js';
+export { isSyntheticText } from './synthetic.js';
 export { userPatternCandidates, extractKnowledge, userRequests } from './patterns.js';
 export { scoreSession, jaccard, VALUE_WEIGHTS, OUTCOME_FACTOR, type ValueInput } from './value.js';
 export { redact, redactAll, redactMessages, redactSync, redactionMarker, type Redacted, type RedactionFinding } from './redact.js';

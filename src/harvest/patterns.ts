@@ -11,10 +11,11 @@ import type { KnowledgeInput, UserPatternInput } from '../store/templates.js';
 import type { Recovery } from './recovery.js';
 import type { ToolExchange } from './toolcalls.js';
 import { relativePath } from '../text/index.js';
+import { isSyntheticText } from './synthetic.js';
 
 /** The real requests of the user: not injected by the harness, not compaction summaries. */
 export function userRequests(messages: readonly Message[]): string[] {
-  return messages.filter((m) => m.role === 'user' && !m.injected && !m.isSummary && m.text.trim().length > 0).map((m) => m.text.trim());
+  return messages.filter((m) => m.role === 'user' && !m.injected && !m.isSummary && m.text.trim().length > 0 && !isSyntheticText(m.text)).map((m) => m.text.trim());
 }
 
 const CONSTRAINT = /\b(don't|do not|never|always|must|make sure|prefer|avoid|without|only use|no need to|instead of|keep it|stick to|remember to|use only)\b/i;

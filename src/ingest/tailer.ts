@@ -28,6 +28,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { RateLimitedLog } from '../util/log-limit.js';
 import { TranscriptDecoder, type LineError } from './decoder.js';
+import { RootPresence } from './root-presence.js';
 import { pathSessionId, sessionIdFor } from './session-id.js';
 import type { TailerEvents, TailerFileStats, TailerResetReason, TailerState } from './tailer-events.js';
 import { overrideFor, resolveTailerOptions, type ResolvedTailerOptions, type TailerOptions } from './tailer-options.js';
@@ -95,6 +96,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private rootReals: string[] = [];
   private readonly warnings: RateLimitedLog;
   private readonly rescans = new Set<NodeJS.Timeout>();
+  /** One per watch root: notices a root that appears (missing at start) or vanishes and comes back. */
+  private presences: RootPresence[] = [];
 
   constructor(options: TailerOptions) {
     super();
@@ -117,6 +120,9 @@ export class Tailer extends EventEmitter<TailerEvents> {
     this.stateValue = 'running';
     const explicit = new Set(this.options.paths);
     this.rootReals = await Promise.all(this.options.paths.map((p) => realpath(p).catch(() => p)));
+    const existing = await Promise.all(this.options.paths.map((p) => stat(p).then(() => true, () => false)));
+    // Missing roots too: chokidar emits no 'ready' for an empty list, and watches a missing root
+    // whose parent exists; RootPresence adds the others when they appear.
     const watcher = watch([...this.options.paths], {
       persistent: true,
       ignoreInitial: false,
@@ -131,6 +137,10 @@ export class Tailer extends EventEmitter<TailerEvents> {
     watcher.on('unlink', (p) => this.onUnlink(p));
     watcher.on('error', (err) => this.fail(err instanceof Error ? err : new Error(String(err))));
     await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
+    this.presences = this.options.paths.map(
+      (root, i) => new RootPresence(root, existing[i] === true, { appeared: (r) => this.onRootAppeared(r), vanished: (r) => this.onRootVanished(r) }, this.options.logger),
+    );
+    await Promise.all(this.presences.map((p) => p.start()));
     // chokidar leaves out files it cannot watch (no read permission): list the roots ourselves
     // so such a file is registered, reported once, and read when it becomes readable.
     for (const root of this.options.paths) await this.rescan(root);
@@ -166,6 +176,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     for (const st of this.files.values()) this.clearTimers(st);
     for (const t of this.rescans) clearTimeout(t);
     this.rescans.clear();
+    await Promise.all(this.presences.map((p) => p.close()));
     try {
       await this.watcher?.close();
     } catch (err) {
@@ -269,6 +280,30 @@ export class Tailer extends EventEmitter<TailerEvents> {
       }, delay);
       this.rescans.add(t);
     }
+  }
+
+  /** A watch root exists now: watch it and list it (now and shortly after, like a new folder). */
+  private onRootAppeared(root: string): void {
+    if (!this.active) return;
+    this.options.logger.info({ path: root }, 'watch path appeared: watching it');
+    const i = this.options.paths.indexOf(root);
+    void realpath(root).then(
+      (real) => {
+        if (i >= 0) this.rootReals[i] = real;
+      },
+      () => undefined,
+    );
+    this.watcher?.add(root);
+    this.onAddDir(root); // listed now and shortly after (the first scan lists it if still to come)
+  }
+
+  /** A watch root is gone: stop watching it (chokidar would not see it come back) and check its files. */
+  private onRootVanished(root: string): void {
+    if (!this.active) return;
+    this.options.logger.warn({ path: root }, 'watch path vanished: watching for it to come back');
+    void this.watcher?.unwatch(root);
+    const prefix = root.endsWith(sep) ? root : root + sep;
+    for (const st of this.files.values()) if (st.file === root || st.file.startsWith(prefix)) this.scheduleRemovalCheck(st);
   }
 
   private async rescan(dir: string): Promise<void> {

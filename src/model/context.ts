@@ -13,13 +13,13 @@ import {
   projectEntry,
   projectFragments,
   recomputeStats,
+  rehomeOverhead,
   type Entry,
   type Fragment,
   type SectionBase,
   type SectionRec,
 } from './fragments.js';
-import { TermIndex } from './relevance.js';
-import { EMPTY_TERM_STATS } from '../text/index.js';
+import { EMPTY_TERM_VECTOR, TermIndex } from './relevance.js';
 import type { TokenCountCache, TokenCounter } from './tokens.js';
 
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
@@ -101,7 +101,7 @@ export class LiveContext {
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
     if (firstEntry && firstEntry.frags.some((f) => f.section !== undefined && !doomed.has(f.section))) at++;
-    const entry = buildEntry(message, this.counter);
+    const entry = buildEntry(message, this.counter, this.index);
     const goneEntries = new Set<Entry>();
     for (const rec of recs) {
       for (const f of rec.frags) {
@@ -109,6 +109,9 @@ export class LiveContext {
         if (f.entry.frags.every((x) => x.section === undefined)) goneEntries.add(f.entry);
       }
       this.dropSection(rec);
+    }
+    for (const rec of recs) {
+      for (const f of rec.frags) if (!goneEntries.has(f.entry)) this.totalTokens += rehomeOverhead(f.entry);
     }
     const before = this.entries.slice(0, at).filter((e) => !goneEntries.has(e));
     const after = this.entries.slice(at).filter((e) => !goneEntries.has(e));
@@ -183,7 +186,7 @@ export class LiveContext {
   }
 
   appendMessage(message: Message): void {
-    const entry = buildEntry(message, this.counter, this.tokenCache);
+    const entry = buildEntry(message, this.counter, this.index, this.tokenCache);
     this.entries.push(entry);
     this.entryById.set(message.id, entry);
 
@@ -265,7 +268,7 @@ export class LiveContext {
       base,
       frags: [],
       tokens: 0,
-      stats: EMPTY_TERM_STATS,
+      stats: EMPTY_TERM_VECTOR,
       ack: false,
       decision: false,
       constraint: false,

@@ -207,4 +207,13 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 6,
+    name: 'harvested sessions: content hash (a transcript harvested twice counts once)',
+    // Rows harvested before this have no hash: they are still found by session id.
+    sql: `
+      ALTER TABLE harvested_sessions ADD COLUMN content_hash TEXT;
+      CREATE INDEX IF NOT EXISTS harvested_by_content ON harvested_sessions(content_hash);
+    `,
+  },
 ];

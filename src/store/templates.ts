@@ -65,8 +65,34 @@ export interface TemplateInput {
   readonly knowledge: readonly KnowledgeInput[];
   readonly patterns: readonly UserPatternInput[];
   readonly messageCount: number;
+  /** Hash of the transcript's content (see harvest/content-hash.ts); '' or absent when unknown. */
+  readonly contentHash?: string;
   readonly at: number;
 }
+
+/** What the store remembers of one harvested (or skipped) session. */
+export interface HarvestedSession {
+  readonly sessionId: string;
+  readonly messageCount: number;
+  readonly templateId: string | null;
+  readonly skipped: string | null;
+  readonly contentHash: string | null;
+}
+
+interface HarvestedRow {
+  session_id: string;
+  message_count: number;
+  template_id: string | null;
+  skipped: string | null;
+  content_hash: string | null;
+}
+
+function harvestedFromRow(r: HarvestedRow): HarvestedSession {
+  return { sessionId: r.session_id, messageCount: r.message_count, templateId: r.template_id, skipped: r.skipped, contentHash: r.content_hash };
+}
+
+/** Content hashes looked up per statement (SQLite's default limit on bound parameters is 32766). */
+const HASHES_PER_QUERY = 500;
 
 export interface TemplateSummary {
   readonly id: string;
@@ -196,22 +222,42 @@ export class TemplateStore {
     this.halfLifeMs = options.halfLifeMs ?? DEFAULT_HALF_LIFE_MS;
   }
 
-  /** Message count recorded when `sessionId` was last harvested (or skipped), if ever. */
-  harvestedSession(sessionId: string): { messageCount: number; templateId: string | null; skipped: string | null } | undefined {
-    const r = this.db.prepare(`SELECT message_count, template_id, skipped FROM harvested_sessions WHERE session_id = ?`).get(sessionId) as
-      | { message_count: number; template_id: string | null; skipped: string | null }
+  /** What was recorded when `sessionId` was last harvested (or skipped), if ever. */
+  harvestedSession(sessionId: string): HarvestedSession | undefined {
+    const r = this.db.prepare(`SELECT session_id, message_count, template_id, skipped, content_hash FROM harvested_sessions WHERE session_id = ?`).get(sessionId) as
+      | HarvestedRow
       | undefined;
-    return r && { messageCount: r.message_count, templateId: r.template_id, skipped: r.skipped };
+    return r && harvestedFromRow(r);
+  }
+
+  /**
+   * The harvested session whose content hash is one of `hashes` (a transcript's prefix hash
+   * chain), the one with the most messages when several are: the same content, or an earlier
+   * state of a transcript that grew since.
+   */
+  harvestedByContent(hashes: readonly string[]): HarvestedSession | undefined {
+    let best: HarvestedRow | undefined;
+    for (let i = 0; i < hashes.length; i += HASHES_PER_QUERY) {
+      const chunk = hashes.slice(i, i + HASHES_PER_QUERY);
+      const r = this.db
+        .prepare(
+          `SELECT session_id, message_count, template_id, skipped, content_hash FROM harvested_sessions
+           WHERE content_hash IN (${chunk.map(() => '?').join(',')}) ORDER BY message_count DESC LIMIT 1`,
+        )
+        .get(...chunk) as HarvestedRow | undefined;
+      if (r && (!best || r.message_count > best.message_count)) best = r;
+    }
+    return best && harvestedFromRow(best);
   }
 
   /** Remember a session that was looked at but not harvested (so it is not re-scored). */
-  recordSkipped(sessionId: string, messageCount: number, score: number, reason: string, at: number): void {
+  recordSkipped(sessionId: string, messageCount: number, score: number, reason: string, at: number, contentHash = ''): void {
     this.run('record skipped session', () =>
       this.db
         .prepare(
-          `INSERT OR REPLACE INTO harvested_sessions (session_id, template_id, message_count, value_score, skipped, harvested_at) VALUES (?, NULL, ?, ?, ?, ?)`,
+          `INSERT OR REPLACE INTO harvested_sessions (session_id, template_id, message_count, value_score, skipped, harvested_at, content_hash) VALUES (?, NULL, ?, ?, ?, ?, ?)`,
         )
-        .run(sessionId, messageCount, score, reason, at),
+        .run(sessionId, messageCount, score, reason, at, contentHash || null),
     );
   }
 
@@ -241,7 +287,12 @@ export class TemplateStore {
   save(input: TemplateInput): { templateId: string; merged: boolean; promotedPatterns: number } {
     return this.run('save template', () =>
       this.db.transaction(() => {
-        const target = this.findNearIdentical(input.repo, input.taskType, input.fingerprint);
+        // A session harvested before (a transcript that grew) stays in its template: its new
+        // harvest replaces its contribution there rather than counting in a second template.
+        const earlier = this.db
+          .prepare(`SELECT h.template_id AS id FROM harvested_sessions h JOIN templates t ON t.template_id = h.template_id WHERE h.session_id = ?`)
+          .get(input.sessionId) as { id: string } | undefined;
+        const target = earlier?.id ?? this.findNearIdentical(input.repo, input.taskType, input.fingerprint);
         let templateId: string;
         if (target) {
           templateId = target;
@@ -279,9 +330,9 @@ export class TemplateStore {
         this.reindex(templateId);
         this.db
           .prepare(
-            `INSERT OR REPLACE INTO harvested_sessions (session_id, template_id, message_count, value_score, skipped, harvested_at) VALUES (?, ?, ?, ?, NULL, ?)`,
+            `INSERT OR REPLACE INTO harvested_sessions (session_id, template_id, message_count, value_score, skipped, harvested_at, content_hash) VALUES (?, ?, ?, ?, NULL, ?, ?)`,
           )
-          .run(input.sessionId, templateId, input.messageCount, input.value.score, input.at);
+          .run(input.sessionId, templateId, input.messageCount, input.value.score, input.at, input.contentHash || null);
         return { templateId, merged: target !== undefined, promotedPatterns: promoted };
       })(),
     );

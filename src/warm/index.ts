@@ -10,7 +10,7 @@ export {
   type BootstrapResult,
   type WarmDeps,
 } from './bootstrap.js';
-export { selectTemplates, normalizeRepo, SELECTION_WEIGHTS, type ScoredTemplate, type SelectionQuery, type SelectionOptions } from './select.js';
+export { selectTemplates, normalizeRepo, promptRelevance, OTHER_REPO_FLOOR, SELECTION_WEIGHTS, type ScoredTemplate, type SelectionQuery, type SelectionOptions } from './select.js';
 export { renderBootstrap, type RenderInput, type Rendered, type RenderedMessage } from './render.js';
 export {
   exportTemplates,

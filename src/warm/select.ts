@@ -1,7 +1,11 @@
 /**
  * Template selection for a task: BM25 over the templates' text (SQLite FTS5), a task-type
  * match, a repo boost and a little of the harvest value; ties broken by success rate. The
- * requested repo's best template is always among those returned.
+ * requested repo's best template always comes first. When the request names a
+ * repo, a template of another repo (or of no known repo) is returned only if its relevance to
+ * the prompt — the share of the prompt's key terms found in its name and task — clears
+ * `otherRepoFloor` (default OTHER_REPO_FLOOR): a task-type match alone never brings another
+ * repo's files and commands into a bootstrap.
  */
 import { normalizeRepo } from '../store/repo.js';
 import type { TemplateStore, TemplateSummary } from '../store/templates.js';
@@ -17,12 +21,29 @@ export interface SelectionOptions {
   readonly maxTemplates?: number;
   /** Candidates below this score are dropped (default 0.12). */
   readonly minScore?: number;
+  /** With a requested repo: least prompt relevance (0–1) of another repo's template (default OTHER_REPO_FLOOR). */
+  readonly otherRepoFloor?: number;
+}
+
+/** Default least share of the prompt's key terms that another repo's template must contain. */
+export const OTHER_REPO_FLOOR = 0.4;
+
+/** Key terms of a prompt considered for relevance. */
+const RELEVANCE_TERMS = 24;
+
+/** Share of the prompt's key terms that occur among the template's name and task terms (0–1). */
+export function promptRelevance(promptTerms: readonly string[], template: Pick<TemplateSummary, 'name' | 'task'>): number {
+  if (promptTerms.length === 0) return 0;
+  const own = new Set(searchTerms(`${template.name}\n${template.task}`, 64));
+  return promptTerms.filter((t) => own.has(t)).length / promptTerms.length;
 }
 
 export interface ScoredTemplate {
   readonly template: TemplateSummary;
   readonly score: number;
   readonly parts: { readonly lexical: number; readonly type: number; readonly repo: number; readonly value: number };
+  /** Share of the prompt's key terms in the template's name and task (see promptRelevance). */
+  readonly relevance: number;
 }
 
 export const SELECTION_WEIGHTS = { lexical: 0.45, type: 0.15, repo: 0.35, value: 0.05 } as const;
@@ -45,6 +66,7 @@ export function selectTemplates(store: TemplateStore, query: SelectionQuery, opt
   const taskType = classifyTaskText(query.task);
   const repo = query.repo ? normalizeRepo(query.repo) : undefined;
   const terms = searchTerms(query.task, 64);
+  const keyTerms = terms.slice(0, RELEVANCE_TERMS);
   const hits = store.search(terms, 60);
   const maxRank = hits.reduce((m, h) => Math.max(m, h.rank), 0);
   const lexical = new Map<string, number>(hits.map((h) => [h.templateId, maxRank > 0 ? h.rank / maxRank : 0]));
@@ -61,7 +83,7 @@ export function selectTemplates(store: TemplateStore, query: SelectionQuery, opt
     };
     const score =
       SELECTION_WEIGHTS.lexical * parts.lexical + SELECTION_WEIGHTS.type * parts.type + SELECTION_WEIGHTS.repo * parts.repo + SELECTION_WEIGHTS.value * parts.value;
-    return { template: t, score: Math.round(score * 1e6) / 1e6, parts };
+    return { template: t, score: Math.round(score * 1e6) / 1e6, parts, relevance: promptRelevance(keyTerms, t) };
   });
   scored.sort(
     (a, b) =>
@@ -72,13 +94,17 @@ export function selectTemplates(store: TemplateStore, query: SelectionQuery, opt
   );
   const minScore = options.minScore ?? 0.12;
   const max = options.maxTemplates ?? 3;
-  const ranked = scored.filter((s) => s.score >= minScore).slice(0, max);
-  // The requested repo's own best template always gets a seat: its files and commands are
-  // what a new session there needs first, even when another repo's task reads more alike.
+  const floor = options.otherRepoFloor ?? OTHER_REPO_FLOOR;
+  const admissible = (s: ScoredTemplate): boolean => s.score >= minScore && (repo === undefined || s.parts.repo > 0 || s.relevance >= floor);
+  const ranked = scored.filter(admissible).slice(0, max);
+  // The requested repo's own best template always gets the first seat: its files and commands
+  // are what a new session there needs first, even when another repo's task reads more alike.
   const ownRepo = scored.find((s) => s.parts.repo > 0);
-  if (ownRepo && !ranked.some((s) => s.parts.repo > 0)) {
-    if (ranked.length >= max) ranked.pop();
-    ranked.push(ownRepo);
+  if (ownRepo) {
+    const at = ranked.indexOf(ownRepo);
+    if (at >= 0) ranked.splice(at, 1);
+    else if (ranked.length >= max) ranked.pop();
+    ranked.unshift(ownRepo);
   }
   return { taskType, ranked };
 }

@@ -3,7 +3,7 @@
  * the path and the cause, and checks that run before the daemon starts anything.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -11,7 +11,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 // Each case spawns the CLI a few times; on a loaded 2-core machine that takes a while.
 vi.setConfig({ testTimeout: 120_000 });
 import { generateTranscript } from '../fixtures/transcripts.js';
-import { CLI, runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
+import { ContextdClient } from '../../src/ipc/client.js';
+import { CLI, runCli, spawnDaemon, subscribeWhenSeen, type SpawnedDaemon } from './spawn.js';
 
 const dirs: string[] = [];
 const daemons: SpawnedDaemon[] = [];
@@ -111,11 +112,23 @@ describe('the CLI as a process', () => {
     expect(tooLong.stderr).not.toMatch(/stopping|stopped/);
   });
 
-  it('warns about a watch folder that does not exist', async () => {
+  it('warns about a watch folder that does not exist, then reads it once created (mkdir -p)', async () => {
     const d = temp();
-    const later = join(d, 'later');
+    const later = join(d, 'later', 'deeper', 'sessions');
     const daemon = await spawnDaemon(['--watch', later, '--socket', join(d, 's.sock'), '--state', join(d, 'state')]);
     daemons.push(daemon);
-    expect(daemon.logs.some((l) => l.level === 'warn' && l.msg.includes('watch path does not exist') && l['path'] === later)).toBe(true);
+    expect(daemon.logs.filter((l) => l.level === 'warn' && l.msg.includes('watch path does not exist') && l['path'] === later)).toHaveLength(1);
+    mkdirSync(later, { recursive: true });
+    const file = join(later, 'late.jsonl');
+    appendFileSync(file, generateTranscript('claude-code', { seed: 22, turns: 2 }).jsonl);
+    const client = new ContextdClient({ socketPath: join(d, 's.sock'), clientInfo: { name: 'e2e', version: '1' }, reconnect: false });
+    await client.connect();
+    try {
+      const sessionId = await subscribeWhenSeen(client, file);
+      const status = await client.status();
+      expect(status.sessions.map((s) => s.sessionId)).toContain(sessionId);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { generateTranscript } from '../fixtures/transcripts.js';
-import { CLI, runCli, spawnDaemon } from './spawn.js';
+import { runCli, spawnDaemon } from './spawn.js';
 import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
 
 const dirs: string[] = [];
@@ -118,16 +117,36 @@ describe('the CLI', () => {
     expect(tiny.code).toBe(1);
   });
 
-  it('demo runs end to end on the embedded defaults', async () => {
-    const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
-      const p = spawn(process.execPath, [CLI, 'demo', '--rounds', '8', '--delay-ms', '5', '--budget', '16000'], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      p.stdout.on('data', (b: Buffer) => (out += b.toString()));
-      p.on('exit', (code) => resolve({ code, out }));
-    });
+  it('demo runs end to end on the embedded defaults: a legend, one real summary, a recall before its state is deleted', async () => {
+    const r = await runCli(['demo', '--rounds', '8', '--delay-ms', '5', '--budget', '16000'], {}, 120_000);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/plan p_/);
-    expect(r.out).toMatch(/nothing is lost: recall h_\w+ returns [1-9]\d* original message/);
+    expect(r.stdout).toContain('legend:');
+    expect(r.stdout).toMatch(/plan p_/);
+    const shown = /one summary the planner wrote \(reason [\w-]+, handle (h_\w+)\), as the agent now sees it:\n((?: {4}.*\n)+)/.exec(r.stdout);
+    expect(shown, r.stdout).not.toBeNull();
+    const [, handle, summary] = shown as unknown as [string, string, string];
+    // The printed summary is the planner's text: it quotes its own handle.
+    expect(summary).toContain(handle);
+    expect(r.stdout).toMatch(new RegExp(`nothing is lost: recall ${handle} returns [1-9]\\d* original message\\(s\\); the first lines:\n {4}--- \\w+`));
+    const state = /state (\S+contextd-demo-\w+\/state)/.exec(r.stdout)?.[1];
+    expect(state).toBeDefined();
+    expect(existsSync(state as string)).toBe(false);
+    expect(r.stdout).toContain('run with --keep');
+  });
+
+  it('demo --keep keeps its state and prints a recall command that works', async () => {
+    const r = await runCli(['demo', '--rounds', '8', '--delay-ms', '5', '--budget', '16000', '--keep'], {}, 120_000);
+    const kept = /kept the demo's state in (\S+)/.exec(r.stdout)?.[1];
+    if (kept) dirs.push(dirname(kept));
+    expect(r.code).toBe(0);
+    const cmd = /recall them all later with: contextd (recall --state (\S+) (h_\w+))\n/.exec(r.stdout);
+    expect(cmd, r.stdout).not.toBeNull();
+    const [, , stateDir, handle] = cmd as unknown as [string, string, string, string];
+    expect(stateDir).toBe(kept);
+    const recall = await runCli(['recall', '--state', stateDir, handle]);
+    expect(recall.code).toBe(0);
+    expect(recall.stdout.split('\n')[0]).toMatch(new RegExp(`^${handle}  session demo-billing-fix`));
+    expect(recall.stdout).toMatch(/^--- (assistant|tool|user)/m);
   });
 
   it('demo and daemon fail fast and clean up: a missing file, a socket already served', async () => {

@@ -6,7 +6,9 @@ import {
   extractSession,
   findRecoveries,
   loadTranscript,
+  isSyntheticText,
   pairToolCalls,
+  repoFromCwd,
   scoreSession,
   userPatternCandidates,
 } from '../../src/harvest/index.js';
@@ -201,5 +203,39 @@ describe('extraction', () => {
     expect(c).toEqual(expect.arrayContaining([{ kind: 'constraint', text: 'Never commit to main.' }]));
     expect(c.some((p) => p.text.includes('Never do X'))).toBe(false);
     expect(c.some((p) => p.kind === 'style')).toBe(true);
+  });
+});
+
+describe('what a session is about: its project and its prompt, never harness lines', () => {
+  it('names the project of a working directory, not the folder the session ran in', () => {
+    expect(repoFromCwd('/Users/dain/workspace/claude-code-log/test')).toBe('claude-code-log');
+    expect(repoFromCwd('/Users/dain/workspace/claude-code-log')).toBe('claude-code-log');
+    expect(repoFromCwd('/home/dev/src/dateparse/')).toBe('dateparse');
+    expect(repoFromCwd('/srv/billing/app/.claude/worktrees/agent-a4ca7529')).toBe('billing');
+    expect(repoFromCwd('/home/ann/shop/.claude/worktrees/agent-a4ca7529')).toBe('shop');
+    expect(repoFromCwd('/home/user/project')).toBe('');
+    expect(repoFromCwd('/home/test')).toBe('');
+    expect(repoFromCwd('')).toBe('');
+  });
+
+  it('tells harness lines from what a person wrote', () => {
+    for (const t of ['[Request interrupted by user for tool use]', '[Request interrupted by user]', ' <local-command-stdout>ok</local-command-stdout>', "The user doesn't want to proceed with this tool use."]) {
+      expect(isSyntheticText(t), t).toBe(true);
+    }
+    for (const t of ['Fix the parser', 'the request was interrupted by a timeout, find out why', '', '[WIP] rename the registry']) expect(isSyntheticText(t), t).toBe(false);
+  });
+
+  it('never takes an interruption marker as the task, title or system prompt', () => {
+    const base = codingSession().messages.filter((m) => m.role !== 'system');
+    const messages = [
+      { id: 'x0', role: 'user' as const, text: '[Request interrupted by user for tool use]', injected: true },
+      { id: 'x1', role: 'user' as const, text: '[Request interrupted by user for tool use]' },
+      ...base,
+    ];
+    const ex = extractSession(messages, { cwd: '/Users/dain/workspace/claude-code-log/test' }, counter);
+    expect(ex.task).toMatch(/^fix the failing parser test/);
+    expect(ex.name).toMatch(/^fix the failing parser test/);
+    expect(ex.systemDigest).toBe('');
+    expect(ex.repo).toBe('claude-code-log');
   });
 });

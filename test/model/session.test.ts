@@ -225,12 +225,23 @@ describe('SessionModel.replaceSections', () => {
   // the message overhead is booked on the text/reasoning fragment, so compacting only the
   // reasoning of a message whose tool call stays live drops the overhead the surviving
   // message still costs. Marked `fails` so it turns red (drop `.fails`) once fixed.
-  it.fails('compacting only the reasoning of a tool-call message keeps the message overhead counted', () => {
+  it('compacting only the reasoning of a tool-call message keeps the message overhead counted', () => {
     const m = model();
     m.applyAll([user('u1', 'Fix the date parser'), callMsg('a1', [call('c1', 'Edit', '{"file":"src/date.ts"}')], '', { reasoning: 'The offset is applied twice.' }), result('r1', 'c1', 'updated')]);
     const reasoning = m.sections().find((s) => s.kind === 'reasoning');
     expect(reasoning).toBeDefined();
     m.replaceSections([reasoning?.id ?? ''], { text: '[contextd archived h1] reasoning elided', editId: 'e1', handle: 'h1', reason: 'low-score' });
+    const rebuilt = model();
+    rebuilt.applyAll(m.messages().map((message) => ({ type: 'message' as const, message })));
+    expect(m.tokens()).toBe(rebuilt.tokens());
+  });
+
+  it('compacting the first call of a text-less multi-call message keeps the message overhead counted', () => {
+    const m = model();
+    m.applyAll([user('u1', 'List and build'), callMsg('a1', [call('c1', 'Bash', 'ls'), call('c2', 'Bash', 'npm run build')]), result('r1', 'c1', 'a b'), result('r2', 'c2', 'ok')]);
+    const first = m.sections().find((s) => m.messagesOf(s.id).some((msg) => msg.toolCalls?.[0]?.id === 'c1'));
+    expect(first).toBeDefined();
+    m.replaceSections([first?.id ?? ''], { text: '[contextd archived h2] ls listed two files', editId: 'e2', handle: 'h2', reason: 'low-score' });
     const rebuilt = model();
     rebuilt.applyAll(m.messages().map((message) => ({ type: 'message' as const, message })));
     expect(m.tokens()).toBe(rebuilt.tokens());

@@ -4,7 +4,7 @@ import { harvestFiles, harvestSession } from '../../src/harvest/index.js';
 import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS } from '../../src/model/tokens.js';
 import { TemplateStore } from '../../src/store/templates.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { bootstrap, recordOutcome, selectTemplates, testTemplate } from '../../src/warm/index.js';
+import { bootstrap, OTHER_REPO_FLOOR, recordOutcome, selectTemplates, testTemplate } from '../../src/warm/index.js';
 import { CORPUS_DIR, describeCorpus } from '../fixtures/corpus.js';
 import { generatedCorpus, writeTranscripts } from '../fixtures/transcripts.js';
 import { SessionBuilder, cleanup, codingSession, tempDir, tempStore } from '../harvest/fixtures.js';
@@ -99,11 +99,37 @@ describe('line-wise token counting', () => {
 describe('selection and feedback', () => {
   afterEach(cleanup);
 
+  it('a bootstrap for repo A prefers A and leaves out another repo below the relevance floor', async () => {
+    const { store } = tempStore();
+    const parser = await harvestSession({ sessionId: 'parser', messages: codingSession().messages, meta: { repo: 'acme/parser' } }, deps(store));
+    // Another repo's code task on something else entirely: same task type, no shared subject.
+    const deploy = codingSession({ task: 'tune the kubernetes ingress timeouts for the billing gateway service', file: 'deploy/ingress.yaml', start: Date.parse('2026-11-20T12:00:00Z') });
+    const other = await harvestSession({ sessionId: 'deploy', messages: deploy.messages, meta: { repo: 'octo/billing' } }, deps(store));
+    expect(parser.templateId && other.templateId).toBeTruthy();
+    expect(parser.templateId).not.toBe(other.templateId);
+
+    const task = 'fix the failing parser test when a line ends with a comma';
+    const r = selectTemplates(store, { task, repo: 'acme/parser' });
+    expect(r.ranked.map((s) => s.template.repo)).toEqual(['acme/parser']);
+    const rendered = bootstrap({ task, repo: 'acme/parser' }, { store, tokenCounter: counter });
+    expect(rendered.templateIds).toEqual([parser.templateId]);
+    expect(rendered.messages.map((m) => m.content).join('\n')).not.toContain('ingress');
+    // Without the floor the other repo's template came in on its task type alone.
+    const unfloored = selectTemplates(store, { task, repo: 'acme/parser' }, { otherRepoFloor: 0 });
+    expect(unfloored.ranked.map((s) => s.template.repo)).toContain('octo/billing');
+
+    // Another repo's template that is about the prompt clears the floor, ranked after A's own.
+    const relevant = selectTemplates(store, { task: 'tune the ingress timeouts of the billing gateway', repo: 'acme/parser' });
+    expect(relevant.ranked.map((s) => s.template.repo)).toEqual(['acme/parser', 'octo/billing']);
+    expect(relevant.ranked[1]?.relevance).toBeGreaterThanOrEqual(OTHER_REPO_FLOOR);
+  });
+
   it('breaks ties by success rate, fed by recordOutcome', async () => {
     const { store, db } = tempStore();
     // Two templates with identical text in two different (unrequested) repos…
     const a = await harvestSession({ sessionId: 'a', messages: codingSession().messages, meta: { repo: 'acme/one' } }, deps(store));
-    const b = await harvestSession({ sessionId: 'b', messages: codingSession().messages, meta: { repo: 'acme/two' } }, deps(store));
+    // (a session of its own: the same transcript content would count once)
+    const b = await harvestSession({ sessionId: 'b', messages: codingSession({ start: Date.parse('2026-11-20T12:00:00Z') }).messages, meta: { repo: 'acme/two' } }, deps(store));
     expect(a.templateId).not.toBe(b.templateId);
     // …and the same harvest value (the second one scored lower on novelty): a perfect tie.
     db.prepare('UPDATE templates SET value_score = 0.5').run();

@@ -6,7 +6,12 @@ import { registerWarm } from '../../src/cli/warm.js';
 import { isContextdError } from '../../src/util/errors.js';
 import { resolveStateDir, stateDbPath } from '../../src/warm/index.js';
 import { generateTranscript, writeTranscripts } from '../fixtures/transcripts.js';
-import { cleanup, tempDir } from '../harvest/fixtures.js';
+import { cleanup, codingSession, tempDir } from '../harvest/fixtures.js';
+import { harvestSession } from '../../src/harvest/index.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { openDb } from '../../src/store/db.js';
+import { TemplateStore } from '../../src/store/templates.js';
+import { silentLogger } from '../../src/util/logger.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -100,5 +105,27 @@ describe('contextd warm CLI', () => {
     expect(resolveStateDir(undefined, { XDG_STATE_HOME: '/xdg' })).toBe('/xdg/contextd');
     expect(resolveStateDir(undefined, { HOME: '/home/u' })).toBe('/home/u/.local/state/contextd');
     expect(resolveStateDir(undefined, { STATE_DIRECTORY: '/var/lib/contextd', XDG_STATE_HOME: '/xdg' })).toBe('/var/lib/contextd');
+  });
+});
+
+describe('contextd warm show wording', () => {
+  it('says recoveries, names the project rather than the folder it ran in, and never shows an interruption marker as the prompt', async () => {
+    const state = join(tempDir(), 'state');
+    const db = openDb(stateDbPath(state));
+    const messages = [
+      { id: 'x0', role: 'user' as const, text: '[Request interrupted by user for tool use]', injected: true },
+      { id: 'x1', role: 'user' as const, text: '[Request interrupted by user for tool use]' },
+      ...codingSession().messages.filter((m) => m.role !== 'system'),
+    ];
+    const r = await harvestSession({ sessionId: 's', messages, meta: { cwd: '/Users/dain/workspace/claude-code-log/test' } }, { store: new TemplateStore(db), tokenCounter: createTokenCounter(), logger: silentLogger() });
+    db.close();
+    const show = await run('show', r.templateId ?? '', '--state', state);
+    expect(show).toContain('\nrecoveries:\n');
+    expect(show).not.toContain('recoverys');
+    expect(show).toMatch(/\nexamples:\n/);
+    expect(show).toMatch(/ repo claude-code-log /);
+    expect(show).not.toContain('Request interrupted');
+    expect(show).toMatch(/\ntask: fix the failing parser test/);
+    expect(show).not.toMatch(/\nsystem: /);
   });
 });

@@ -36,11 +36,13 @@ describe('template store', () => {
   it('merges near-identical sessions into one template; evidence counts sessions, not repeats', async () => {
     const { store } = tempStore();
     const a = await harvestSession({ sessionId: 's1', messages: codingSession().messages, meta: { repo: 'acme/parser' } }, deps(store));
-    const b = await harvestSession({ sessionId: 's2', messages: codingSession().messages, meta: { repo: 'acme/parser' } }, deps(store, NOW + 1000));
+    // A second session doing the same work later (the same content under another id would count once).
+    const later = (): ReturnType<typeof codingSession> => codingSession({ start: Date.parse('2026-11-20T12:00:00Z') });
+    const b = await harvestSession({ sessionId: 's2', messages: later().messages, meta: { repo: 'acme/parser' } }, deps(store, NOW + 1000));
     expect(a.templateId).toBeDefined();
     expect(b.merged).toBe(true);
     expect(b.templateId).toBe(a.templateId);
-    const again = await harvestSession({ sessionId: 's2', messages: codingSession().messages, meta: { repo: 'acme/parser' } }, deps(store));
+    const again = await harvestSession({ sessionId: 's2', messages: later().messages, meta: { repo: 'acme/parser' } }, deps(store));
     expect(again.skipped).toBe('already-harvested');
     expect(store.count()).toBe(1);
     const t = store.get(a.templateId ?? '', NOW + 1000);

@@ -1,0 +1,85 @@
+/** Re-harvesting is idempotent by content: copies count once, a grown transcript replaces its earlier harvest. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { appendFileSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { harvestFiles } from '../../src/harvest/index.js';
+import { contentHashChain } from '../../src/harvest/content-hash.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { openDb } from '../../src/store/db.js';
+import { MIGRATIONS, migrate } from '../../src/store/index.js';
+import { TemplateStore } from '../../src/store/templates.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { cleanup, codingSession, tempDir, tempStore, trackDb } from './fixtures.js';
+
+afterEach(cleanup);
+const deps = (store: TemplateStore) => ({ store, tokenCounter: createTokenCounter(), logger: silentLogger() });
+
+describe('content hash of a harvested transcript', () => {
+  it('chains over messages: equal content gives equal hashes, each prefix its own', () => {
+    const a = contentHashChain(codingSession().messages);
+    const b = contentHashChain(codingSession().messages);
+    expect(a).toEqual(b);
+    expect(new Set(a).size).toBe(a.length);
+    const grown = contentHashChain(codingSession().user('and now the lexer').messages);
+    expect(grown.slice(0, a.length)).toEqual(a);
+    expect(grown.at(-1)).not.toBe(a.at(-1));
+    expect(contentHashChain([])).toEqual([]);
+  });
+
+  it('counts the same transcript once however many copies, under any path or name', async () => {
+    const dir = tempDir();
+    const original = codingSession().writeTo(join(dir, 'original.jsonl'));
+    for (let i = 0; i < 12; i++) {
+      const sub = join(dir, `copy-${i}`);
+      mkdirSync(sub);
+      copyFileSync(original, join(sub, `session-${i}.jsonl`));
+    }
+    const { store } = tempStore();
+    const r = await harvestFiles([dir], deps(store));
+    expect(r.files).toBe(13);
+    expect(r.harvested).toBe(1);
+    expect(r.skippedReasons['already-harvested']).toBe(12);
+    expect(store.list().map((t) => t.sessionCount)).toEqual([1]);
+    const t = store.get(store.list()[0]?.id ?? '');
+    expect(t?.items.find((i) => i.kind === 'recovery')?.evidence).toBe(1);
+    // A second run over the same folder changes nothing.
+    const again = await harvestFiles([dir], deps(store));
+    expect(again.harvested).toBe(0);
+    expect(store.list().map((t) => t.sessionCount)).toEqual([1]);
+  });
+
+  it('a transcript that grew replaces its earlier contribution, also as a copy under another name', async () => {
+    const dir = tempDir();
+    const first = codingSession().writeTo(join(dir, 'work.jsonl'));
+    const { store } = tempStore();
+    expect((await harvestFiles([first], deps(store))).harvested).toBe(1);
+    const templateId = store.list()[0]?.id ?? '';
+    const grown = join(dir, 'work-continued.jsonl');
+    writeFileSync(grown, readFileSync(first));
+    appendFileSync(grown, `${JSON.stringify({ role: 'user', content: 'also run the linter' })}\n${JSON.stringify({ role: 'assistant', content: 'The linter passes too.' })}\n`);
+    const r = await harvestFiles([grown], deps(store));
+    expect(r.harvested).toBe(1);
+    const t = store.get(templateId);
+    expect(store.count()).toBe(1);
+    expect(t?.sessionCount).toBe(1);
+    expect(t?.sessions.map((s) => s.sessionId)).toEqual(['work']);
+    expect(t?.items.find((i) => i.kind === 'recovery')?.evidence).toBe(1);
+    expect(store.harvestedSession('work')?.messageCount).toBe(13);
+  });
+
+  it('migration 6 adds the content hash to a version-5 database; older rows are still found by id', () => {
+    const path = join(tempDir(), 'contextd.db');
+    const old = new Database(path);
+    migrate(old, MIGRATIONS.filter((m) => m.version < 6));
+    old.prepare(`INSERT INTO harvested_sessions (session_id, template_id, message_count, value_score, skipped, harvested_at) VALUES ('old', NULL, 4, 0.1, 'low-value', 1)`).run();
+    old.close();
+    const db = trackDb(openDb(path));
+    expect(db.pragma('user_version', { simple: true })).toBe(6);
+    const store = new TemplateStore(db);
+    expect(store.harvestedSession('old')).toEqual({ sessionId: 'old', messageCount: 4, templateId: null, skipped: 'low-value', contentHash: null });
+    store.recordSkipped('new', 2, 0, 'empty', 2, 'abc');
+    expect(store.harvestedByContent(['zzz', 'abc'])).toMatchObject({ sessionId: 'new', contentHash: 'abc' });
+    expect(store.harvestedByContent(['zzz'])).toBeUndefined();
+  });
+});
