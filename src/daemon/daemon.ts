@@ -357,7 +357,8 @@ export class Daemon {
         const target = this.sessions?.harvestTarget(session);
         if (!target) return Promise.resolve({ harvested: 0 });
         if (target !== session) this.sessions?.endSession(target);
-        return this.trackHarvest(target, outcome, connId);
+        // a session released from memory (memory budget) is rebuilt to be harvested
+        return (this.sessions?.restore(target) ?? Promise.resolve(target)).then((t) => this.trackHarvest(t, outcome, connId));
       },
       subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
       status: () => this.status(),

@@ -71,7 +71,7 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
     }),
 
     [METHODS.endSession]: defineHandler(PARAMS_SCHEMAS[METHODS.endSession], async (p, ctx) => {
-      const s = await api.sessions().restore(visible(p.sessionId, ctx.connectionId));
+      const s = visible(p.sessionId, ctx.connectionId);
       api.sessions().endSession(s);
       const r = await api.harvest(s, p.outcome, ctx.connectionId);
       return { harvested: r.harvested };

@@ -136,4 +136,28 @@ describe('memory budget of tailed session models', () => {
     expect(appended.sections).toBe(truth.rows.get(appendName)?.sections);
     expect(appended.sessionId).toBe(truth.rows.get(appendName)?.sessionId);
   }, 60_000);
+
+  it('session.end on a released session harvests the whole session, as it would have in memory', async () => {
+    const harvested = async (maxSessionTokens: number): Promise<{ harvested: number; inMemory: boolean }> => {
+      const dir = mkdtempSync(join(tmpdir(), 'contextd-membudget-'));
+      dirs.push(dir);
+      writeSessions(dir);
+      const c = await start(dir, maxSessionTokens);
+      const s = await until('four sessions', async () => {
+        const st = await status(c);
+        return st.rows.size === 4 && (maxSessionTokens === 0 || [...st.rows.values()].some((r) => !r.inMemory)) ? st : undefined;
+      });
+      const row = [...s.rows.values()].sort((x, y) => x.lastActivityAt - y.lastActivityAt)[0] as Row;
+      const r = await c.endSession(row.sessionId, 'success');
+      await c.close();
+      await daemons.pop()?.stop();
+      return { harvested: r.harvested, inMemory: row.inMemory };
+    };
+    const free = await harvested(0);
+    const bounded = await harvested(1);
+    expect(free.inMemory).toBe(true);
+    expect(bounded.inMemory).toBe(false);
+    expect(free.harvested).toBeGreaterThan(0);
+    expect(bounded.harvested).toBe(free.harvested);
+  }, 60_000);
 });
