@@ -18,7 +18,6 @@ import { PENDING_DIR } from '../integrations/hook-settings.js';
 import { AGENTS, answerHook, type AgentName } from '../integrations/answer.js';
 import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/hooks.js';
 import { resolveStateDir, stateDbPath } from '../store/paths.js';
-import { silentLogger } from '../util/logger.js';
 
 export interface HookFlags {
   readonly socket?: string;
@@ -29,6 +28,8 @@ export interface HookFlags {
 
 export const DEFAULT_HOOK_TIMEOUT_MS = 150;
 const WATCHDOG_MS = 5_000;
+/** The transport's debug sink: pino stays out of the hook's start-up (notes go to hooks.log). */
+const NO_DEBUG = { debug: (): void => undefined };
 
 /** Parse `hook AGENT [flags]` argv (after `hook`); undefined when it is not usable. */
 export function parseHookArgs(argv: readonly string[]): { agent: AgentName; flags: HookFlags } | undefined {
@@ -71,7 +72,7 @@ async function callOnce(socketPath: string, timeoutMs: number, method: string, p
   let transport: ClientTransport | undefined;
   try {
     const socket = await Promise.race([connectSocket(socketPath), deadline]);
-    transport = new ClientTransport(socket, { maxLineBytes: 8 * 1024 * 1024, requestTimeoutMs: timeoutMs, socketPath }, { onNotification: () => undefined, onError: () => undefined, onClose: () => undefined }, silentLogger());
+    transport = new ClientTransport(socket, { maxLineBytes: 8 * 1024 * 1024, requestTimeoutMs: timeoutMs, socketPath }, { onNotification: () => undefined, onError: () => undefined, onClose: () => undefined }, NO_DEBUG);
     return await Promise.race([transport.call(method, params), deadline]);
   } finally {
     clearTimeout(timer);
