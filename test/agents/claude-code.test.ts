@@ -4,8 +4,8 @@
  * Claude Code's transcripts and the proof that hooks and fork reach the model's requests.
  */
 import { sessionIdForFile } from '../../src/ingest/decoder.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { spawnDaemon, type SpawnedDaemon } from '../e2e/spawn.js';
+import { describe, expect, it } from 'vitest';
+import { e2eScope, type SpawnedDaemon } from '../e2e/spawn.js';
 import { daemonTokens, lines, makeSandbox, parsedTools, runClaude, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
 import { codingTask, startModelServer, textOf, type ModelServer } from './model-server/index.js';
 
@@ -29,25 +29,18 @@ const NON_MESSAGE_TYPES = new Set([
   'summary',
 ]);
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const scope = e2eScope();
 
 async function setup(buildLines = 100, builds = 2): Promise<{ sb: Sandbox; server: ModelServer }> {
   const sb = makeSandbox(buildLines);
   const server = await startModelServer({ script: codingTask({ builds }), workspace: sb.workspace, lifetimeMs: TIMEOUT });
-  cleanups.push(() => sb.cleanup(), () => server.close());
+  scope.defer(() => sb.cleanup());
+  scope.defer(() => server.close());
   return { sb, server };
 }
 
-async function daemonFor(sb: Sandbox): Promise<SpawnedDaemon> {
-  const d = await spawnDaemon(['--watch', `${sb.home}/.claude/projects`, '--state', sb.state, '--socket', sb.socket]);
-  cleanups.push(async () => {
-    d.proc.kill('SIGTERM');
-    await d.exited;
-  });
-  return d;
+function daemonFor(sb: Sandbox): Promise<SpawnedDaemon> {
+  return scope.daemon(['--watch', `${sb.home}/.claude/projects`, '--state', sb.state, '--socket', sb.socket]);
 }
 
 function mainTexts(server: ModelServer): string[] {

@@ -4,8 +4,8 @@
  * format-drift alarm for Codex rollouts and the proof that hooks and fork reach its requests.
  */
 import { sessionIdForFile } from '../../src/ingest/decoder.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { spawnDaemon } from '../e2e/spawn.js';
+import { describe, expect, it } from 'vitest';
+import { e2eScope } from '../e2e/spawn.js';
 import { daemonTokens, lines, makeSandbox, parsedTools, runCodex, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
 import { codingTask, startModelServer, textOf, type ModelServer } from './model-server/index.js';
 
@@ -13,24 +13,18 @@ const TIMEOUT = 240_000;
 /** Line types Codex 0.169 writes that carry no conversation message (counted, not parsed). */
 const NON_MESSAGE_TYPES = new Set(['token_usage_record', 'world_state', 'event_msg/item_completed', 'event_msg/thread_settings_applied', 'event_msg/task_started', 'event_msg/task_complete']);
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const scope = e2eScope();
 
 async function setup(): Promise<{ sb: Sandbox; server: ModelServer }> {
   const sb = makeSandbox(100);
   const server = await startModelServer({ script: codingTask({ builds: 2 }), workspace: sb.workspace, lifetimeMs: TIMEOUT });
-  cleanups.push(() => sb.cleanup(), () => server.close());
+  scope.defer(() => sb.cleanup());
+  scope.defer(() => server.close());
   return { sb, server };
 }
 
 async function startDaemon(sb: Sandbox): Promise<void> {
-  const d = await spawnDaemon(['--watch', `${sb.codexHome}/sessions`, '--state', sb.state, '--socket', sb.socket]);
-  cleanups.push(async () => {
-    d.proc.kill('SIGTERM');
-    await d.exited;
-  });
+  await scope.daemon(['--watch', `${sb.codexHome}/sessions`, '--state', sb.state, '--socket', sb.socket]);
 }
 
 describe('Codex CLI 0.169.0 against the scripted model server', () => {

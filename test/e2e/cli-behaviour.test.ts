@@ -3,31 +3,17 @@
  * the path and the cause, and checks that run before the daemon starts anything.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 // Each case spawns the CLI a few times; on a loaded 2-core machine that takes a while.
 vi.setConfig({ testTimeout: 120_000 });
 import { generateTranscript } from '../fixtures/transcripts.js';
-import { CLI, runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
+import { CLI, e2eScope, runCli } from './spawn.js';
 
-const dirs: string[] = [];
-const daemons: SpawnedDaemon[] = [];
-afterEach(async () => {
-  for (const d of daemons.splice(0)) {
-    d.proc.kill('SIGTERM');
-    await d.exited;
-  }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function temp(): string {
-  const d = mkdtempSync(join(tmpdir(), 'contextd-clib-'));
-  dirs.push(d);
-  return d;
-}
+const scope = e2eScope();
+const temp = (): string => scope.emptyDir('clib');
 
 function transcript(dir: string): string {
   const f = join(dir, 'session.jsonl');
@@ -114,8 +100,7 @@ describe('the CLI as a process', () => {
   it('warns about a watch folder that does not exist', async () => {
     const d = temp();
     const later = join(d, 'later');
-    const daemon = await spawnDaemon(['--watch', later, '--socket', join(d, 's.sock'), '--state', join(d, 'state')]);
-    daemons.push(daemon);
+    const daemon = await scope.daemon(['--watch', later, '--socket', join(d, 's.sock'), '--state', join(d, 'state')]);
     expect(daemon.logs.some((l) => l.level === 'warn' && l.msg.includes('watch path does not exist') && l['path'] === later)).toBe(true);
   });
 });

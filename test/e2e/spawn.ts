@@ -131,7 +131,9 @@ export interface DaemonDir {
 export interface E2eScope {
   /** Run `fn` after the current test (cleanups run newest first). */
   defer(fn: () => Promise<void> | void): void;
-  /** A fresh temp dir (`contextd-PREFIX-…`) with an empty `sessions/` to watch; removed after the test. */
+  /** A fresh empty temp dir (`contextd-PREFIX-…`), removed after the test. */
+  emptyDir(prefix?: string): string;
+  /** {@link emptyDir} laid out for a daemon: an empty `sessions/` to watch, socket and state paths. */
   tempDir(prefix?: string): DaemonDir;
   /** {@link spawnDaemon}, killed after the test if it is still running. */
   daemon(args: readonly string[], env?: NodeJS.ProcessEnv, opts?: { prefix?: readonly string[]; waitRunning?: boolean }): Promise<SpawnedDaemon>;
@@ -149,13 +151,18 @@ export function e2eScope(): E2eScope {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
   const defer = (fn: () => Promise<void> | void): void => void cleanups.push(fn);
+  const emptyDir = (prefix = 'e2e'): string => {
+    const dir = mkdtempSync(join(tmpdir(), `contextd-${prefix}-`));
+    defer(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  };
   return {
     defer,
+    emptyDir,
     tempDir(prefix = 'e2e') {
-      const dir = mkdtempSync(join(tmpdir(), `contextd-${prefix}-`));
+      const dir = emptyDir(prefix);
       const watch = join(dir, 'sessions');
       mkdirSync(watch);
-      defer(() => rmSync(dir, { recursive: true, force: true }));
       return { dir, watch, socket: join(dir, 'contextd.sock'), state: join(dir, 'state') };
     },
     async daemon(args, env = {}, opts = {}) {
