@@ -3,10 +3,9 @@
  * server, with the real daemon watching its HOME. These tests are the format-drift alarm for
  * Claude Code's transcripts and the proof that hooks and fork reach the model's requests.
  */
-import { sessionIdForFile } from '../../src/ingest/decoder.js';
 import { describe, expect, it } from 'vitest';
 import { e2eScope, type SpawnedDaemon } from '../e2e/spawn.js';
-import { daemonTokens, lines, makeSandbox, parsedTools, runClaude, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
+import { lines, makeSandbox, parsedTools, runClaude, runContextd, expectUsageTracked, transcripts, type Sandbox } from './harness.js';
 import { codingTask, startModelServer, textOf, type ModelServer } from './model-server/index.js';
 
 const TIMEOUT = 240_000;
@@ -78,14 +77,7 @@ describe('Claude Code 2.1.330 against the scripted model server', () => {
       expect(daemon.logs.filter((l) => l.level === 'warn' && /unknown/i.test(l.msg)).length).toBeLessThanOrEqual(unknownTypes.size);
 
       // Tokens: the estimate before each usage report (calibrated on earlier reports) vs the report.
-      const track = await tokenTracking(file!);
-      console.log(`claude-code token tracking: ${track.reports} reports, errors ${track.errors.map((e) => (e * 100).toFixed(1) + '%').join(' ')}`);
-      expect(track.reports).toBeGreaterThanOrEqual(6);
-      expect(track.maxError).toBeLessThan(0.1);
-      const sessionId = sessionIdForFile(file!);
-      const tokens = await daemonTokens(sb.socket, sessionId, track.lastReported);
-      console.log(`claude-code daemon tokens ${tokens} vs last reported ${track.lastReported}`);
-      expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);
+      await expectUsageTracked('claude-code', sb, file!);
     },
     TIMEOUT,
   );

@@ -3,10 +3,9 @@
  * server over the Responses API, with the real daemon watching its CODEX_HOME: the
  * format-drift alarm for Codex rollouts and the proof that hooks and fork reach its requests.
  */
-import { sessionIdForFile } from '../../src/ingest/decoder.js';
 import { describe, expect, it } from 'vitest';
 import { e2eScope } from '../e2e/spawn.js';
-import { daemonTokens, lines, makeSandbox, parsedTools, runCodex, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
+import { lines, makeSandbox, parsedTools, runCodex, runContextd, expectUsageTracked, transcripts, type Sandbox } from './harness.js';
 import { codingTask, startModelServer, textOf, type ModelServer } from './model-server/index.js';
 
 const TIMEOUT = 240_000;
@@ -51,14 +50,7 @@ describe('Codex CLI 0.169.0 against the scripted model server', () => {
       expect(parsed.resultIds).toEqual(outputs);
       expect([...parsed.unknownTypes].filter((x) => !NON_MESSAGE_TYPES.has(x))).toEqual([]);
 
-      const track = await tokenTracking(file!);
-      console.log(`codex token tracking: ${track.reports} reports, errors ${track.errors.map((e) => (e * 100).toFixed(1) + '%').join(' ')}`);
-      expect(track.reports).toBeGreaterThanOrEqual(6);
-      expect(track.maxError).toBeLessThan(0.1);
-      const sessionId = sessionIdForFile(file!);
-      const tokens = await daemonTokens(sb.socket, sessionId, track.lastReported);
-      console.log(`codex daemon tokens ${tokens} vs last reported ${track.lastReported}`);
-      expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);
+      await expectUsageTracked('codex', sb, file!);
     },
     TIMEOUT,
   );
