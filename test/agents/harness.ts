@@ -65,6 +65,11 @@ export function run(cmd: string, args: readonly string[], cwd: string, env: Node
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    // A binary that is not installed fails at once (ENOENT), not after the timeout.
+    p.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`${cmd} could not be started (${err.message}); the real agents come with \`npm ci\` (devDependencies)`));
+    });
   });
 }
 
