@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { printJson, usageError } from './output.js';
 import { peakRssMiB } from '../bench/harness.js';
 
-const SCENARIOS = ['ingest', 'latency', 'plan', 'retention', 'warm', 'load', 'hooks', 'proxy', 'all'] as const;
+const SCENARIOS = ['ingest', 'latency', 'plan', 'memory', 'retention', 'warm', 'load', 'hooks', 'proxy', 'all'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** Scenarios that read a folder of real transcripts (latency generates its own load). */
@@ -61,6 +61,10 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
       const { benchPlan } = await import('../bench/plan.js');
       return benchPlan();
     }
+    case 'memory': {
+      const { benchMemory } = await import('../bench/memory.js');
+      return { ...(await benchMemory()), withPlans: await benchMemory({ plan: true }) };
+    }
     case 'proxy': {
       const { benchProxy } = await import('../bench/proxy.js');
       return benchProxy();
@@ -106,7 +110,7 @@ export function registerBench(program: Command): void {
         if (corpusDir === '') throw usageError(`bench ${scenario} reads a folder of real transcripts: pass --corpus DIR or set CONTEXTD_CORPUS`);
         if (!existsSync(corpusDir)) throw usageError(`--corpus ${corpusDir}: no such folder`);
       }
-      const list = scenario === 'all' ? (['ingest', 'plan', 'retention', 'warm', 'latency', 'proxy'] as const) : [scenario as Exclude<Scenario, 'all'>];
+      const list = scenario === 'all' ? (['ingest', 'plan', 'memory', 'retention', 'warm', 'latency', 'proxy'] as const) : [scenario as Exclude<Scenario, 'all'>];
       const results: Record<string, unknown> = {};
       if (flags.locomo !== undefined && !existsSync(join(flags.locomo, 'locomo-dev.json'))) throw usageError(`no locomo-dev.json in ${flags.locomo}`);
       for (const s of list) results[s] = await run(s, corpusDir, flags, flags.locomo);

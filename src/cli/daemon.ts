@@ -20,6 +20,7 @@ interface DaemonFlags {
   proxy?: string;
   anthropicUpstream?: string;
   openaiUpstream?: string;
+  proxyRecallTool?: boolean;
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -53,13 +54,13 @@ export function checkSocketPlace(socket: string): void {
 
 /** The proxy flags merged over the config file's `proxy` section (flags win, field by field). */
 function proxyOverrides(file: ConfigFile['proxy'], flags: DaemonFlags): ConfigFile {
-  if (flags.proxy === undefined && flags.anthropicUpstream === undefined && flags.openaiUpstream === undefined) return {};
+  if (flags.proxy === undefined && flags.anthropicUpstream === undefined && flags.openaiUpstream === undefined && flags.proxyRecallTool === undefined) return {};
   const upstreams = {
     ...file?.upstreams,
     ...(flags.anthropicUpstream !== undefined ? { anthropic: flags.anthropicUpstream } : {}),
     ...(flags.openaiUpstream !== undefined ? { openai: flags.openaiUpstream } : {}),
   };
-  return { proxy: { ...file, ...(flags.proxy !== undefined ? { listen: flags.proxy } : {}), upstreams } };
+  return { proxy: { ...file, ...(flags.proxy !== undefined ? { listen: flags.proxy } : {}), ...(flags.proxyRecallTool !== undefined ? { recallTool: flags.proxyRecallTool } : {}), upstreams } };
 }
 
 /** Run the daemon in the foreground until SIGTERM/SIGINT. */
@@ -89,7 +90,7 @@ export async function runDaemon(flags: DaemonFlags): Promise<void> {
   await daemon.start();
 }
 
-/** `contextd daemon [--config F] [--watch DIR]... [--socket P] [--state DIR] [--budget N] [--reserve R] [--proxy HOST:PORT] [--anthropic-upstream URL] [--openai-upstream URL]` */
+/** `contextd daemon [--config F] [--watch DIR]... [--socket P] [--state DIR] [--budget N] [--reserve R] [--proxy HOST:PORT] [--anthropic-upstream URL] [--openai-upstream URL] [--proxy-recall-tool]` */
 export function registerDaemon(program: Command): void {
   program
     .command('daemon')
@@ -104,6 +105,7 @@ export function registerDaemon(program: Command): void {
     .option('--proxy <host:port>', 'also serve the model-provider proxy here (PORT alone: 127.0.0.1:PORT)')
     .option('--anthropic-upstream <url>', 'where the proxy sends Anthropic requests (default https://api.anthropic.com)')
     .option('--openai-upstream <url>', 'where the proxy sends OpenAI requests (default https://api.openai.com)')
+    .option('--proxy-recall-tool', 'offer the model a contextd_recall tool the proxy answers from the archive (changes the prompt once; off by default)')
     .action(async (flags: DaemonFlags) => {
       await runDaemon(flags);
     });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { Archive, type ArchivedMessage } from '../store/index.js';
+import { Archive, archivedText, type ArchivedMessage } from '../store/index.js';
 import { MAX_SEARCH_LIMIT } from '../ipc/protocol.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { openStateForCli } from './state.js';
@@ -74,9 +74,5 @@ function search(archive: Archive, query: string, flags: RecallFlags): void {
 }
 
 function printMessages(messages: readonly ArchivedMessage[]): void {
-  for (const m of messages) {
-    printLine(`--- ${m.role}${m.toolName ? ` (${m.toolName})` : ''}`);
-    if (m.text) printLine(m.text);
-    for (const c of m.toolCalls ?? []) printLine(`→ ${c.name} ${c.arguments}`);
-  }
+  if (messages.length > 0) printLine(archivedText(messages));
 }

@@ -32,8 +32,9 @@ export function renderStatus(status: StatusResult, now = Date.now()): string[] {
     const edit = r['lastEdit'] as { reason: string; at: number } | null | undefined;
     const editText = edit ? `${edit.reason} (${Math.max(0, Math.round((now - edit.at) / 1000))}s ago)` : '-';
     const id = String(r['sessionId']);
+    const linked = typeof r['linkedSession'] === 'string' ? `  linked ${r['linkedSession']}` : '';
     lines.push(
-      `${(id.length > 38 ? `${id.slice(0, 37)}…` : id).padEnd(38)} ${usageBar(headroom)} ${`${String(r['tokens'])}/${String(r['total'])}`.padStart(17)} ${pct(headroom).padStart(6)} ${String(r['sections']).padStart(5)}  ${editText}`,
+      `${(id.length > 38 ? `${id.slice(0, 37)}…` : id).padEnd(38)} ${usageBar(headroom)} ${`${String(r['tokens'])}/${String(r['total'])}`.padStart(17)} ${pct(headroom).padStart(6)} ${String(r['sections']).padStart(5)}  ${editText}${linked}`,
     );
   }
   if (rows.length === 0) lines.push('(no live sessions)');

@@ -5,16 +5,35 @@
  */
 import type { Message } from '../model/messages.js';
 import { memoMessage } from './memo.js';
+import { textOf } from './detectors/util.js';
 import { contentTerms } from '../text/index.js';
+
+const NO_TERMS: ReadonlySet<string> = new Set();
+/** Tool results read for document frequency up to this many chars. */
+const DF_CHARS = 20_000;
+
+/** `contentTerms(textOf([m]))`, once per message: the terms of all the message says. */
+export function messageTerms(m: Message): ReadonlySet<string> {
+  return memoMessage(m, 'text-terms', (x) => contentTerms(textOf([x])));
+}
+
+/** Only text: the term sets below are then `messageTerms` itself (one Set per message, not three). */
+function textOnly(m: Message): boolean {
+  return !m.reasoning && !m.toolCalls?.length;
+}
 
 /** Terms a message's user/assistant text or tool arguments mention (none for tool results). */
 function refTermsOf(m: Message): ReadonlySet<string> {
-  return memoMessage(m, 'ref-terms', (x) => (x.role === 'tool' ? new Set<string>() : contentTerms(`${x.text}\n${(x.toolCalls ?? []).map((c) => c.arguments).join('\n')}`)));
+  if (m.role === 'tool') return NO_TERMS;
+  if (textOnly(m)) return messageTerms(m);
+  return memoMessage(m, 'ref-terms', (x) => contentTerms(`${x.text}\n${(x.toolCalls ?? []).map((c) => c.arguments).join('\n')}`));
 }
 
 /** Terms a message contains for document frequency (tool results: their first 20k chars). */
 function dfTermsOf(m: Message): ReadonlySet<string> {
-  return m.role === 'tool' ? memoMessage(m, 'df-terms', (x) => contentTerms(x.text.length > 20_000 ? x.text.slice(0, 20_000) : x.text)) : refTermsOf(m);
+  if (m.role !== 'tool') return refTermsOf(m);
+  if (textOnly(m) && m.text.length <= DF_CHARS) return messageTerms(m);
+  return memoMessage(m, 'df-terms', (x) => contentTerms(x.text.length > DF_CHARS ? x.text.slice(0, DF_CHARS) : x.text));
 }
 
 export class ReferenceIndex {

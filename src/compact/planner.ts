@@ -11,7 +11,7 @@ import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from '
 import type { ScoreFactors, Section } from '../model/types.js';
 import { runDetectors } from './detectors/index.js';
 import { textOf } from './detectors/util.js';
-import { ReferenceIndex } from './keyterms.js';
+import { messageTerms, ReferenceIndex } from './keyterms.js';
 import { buildUnits, CONVERSATIONAL_KINDS, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
 import { createExtractiveSummarizer } from './summarize/extractive.js';
 import { isConversational } from './summarize/span.js';
@@ -255,13 +255,11 @@ const KEY_TEXT_CHARS = 200_000;
  */
 function textTermsOf(messages: readonly Message[]): ReadonlySet<string> {
   return memoList(messages, 'text-terms', (ms) => {
-    const texts = ms.map((m) => memoMessage(m, 'text', (x) => textOf([x])));
-    const length = texts.reduce((n, t) => n + t.length, 0) + Math.max(0, texts.length - 1);
+    const length = ms.reduce((n, m) => n + memoMessage(m, 'text-length', (x) => textOf([x]).length), 0) + Math.max(0, ms.length - 1);
     if (length > KEY_TEXT_CHARS) return contentTerms(textOf(ms).slice(0, KEY_TEXT_CHARS));
+    if (ms.length === 1 && ms[0]) return messageTerms(ms[0]);
     const out = new Set<string>();
-    ms.forEach((m, i) => {
-      for (const t of memoMessage(m, 'text-terms', () => contentTerms(texts[i] ?? ''))) out.add(t);
-    });
+    for (const m of ms) for (const t of messageTerms(m)) out.add(t);
     return out;
   });
 }

@@ -51,6 +51,8 @@ export interface DaemonStatus {
     subscribers: number;
     /** 'transcript' for a tailed session, 'proxy' for a conversation seen through the proxy. */
     source: 'transcript' | 'proxy';
+    /** The same agent session seen the other way (tailed transcript ↔ proxied conversation), or null. */
+    linkedSession: string | null;
   }[];
   /** Present when the proxy runs. */
   proxy?: {

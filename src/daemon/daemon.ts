@@ -235,11 +235,38 @@ export class Daemon {
   /** The proxy, its conversations listed and logged by the session manager like tailed sessions. */
   private startProxyParts(options: NonNullable<DaemonOptions['proxy']>, tokenCounter: TokenCounter, summarizer: Summarizer): ProxyServer {
     const sessions = this.sessions as SessionManager;
-    const proxy = new ProxyServer(options, { logger: this.deps.logger, tokenCounter, summarizer, archive: new Archive(this.db as Db), now: this.now });
-    proxy.on('opened', (c) => sessions.attachProxied(c.id, `proxy:${c.format}`, c.format, c.model));
-    proxy.on('request', (c, prepared) => sessions.proxiedChanged(c.id, c.model, prepared.plan));
-    proxy.on('closed', (c, why) => sessions.removeSession(c.id, `proxied conversation ${why}`));
+    const proxy = new ProxyServer(options, {
+      logger: this.deps.logger,
+      tokenCounter,
+      summarizer,
+      archive: new Archive(this.db as Db),
+      ...(this.options.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
+      now: this.now,
+    });
+    proxy.on('opened', (c) => sessions.attachProxied(c.id, `proxy:${c.format}`, c.format, c.model, { agentSessionId: c.agentSessionId, compact: (target) => proxy.compact(c.id, target) }));
+    proxy.on('request', (c, prepared) => sessions.proxiedChanged(c.id, c.model, prepared.plan, prepared.fresh));
+    proxy.on('compacted', (c, plan) => sessions.proxiedChanged(c.id, c.model, plan));
+    proxy.on('closed', (c, why) => this.proxiedClosed(c.id, why));
     return proxy;
+  }
+
+  /**
+   * The proxy forgot a conversation (idle, or evicted): harvest it from the messages it modelled,
+   * unless it is linked to a tailed transcript (harvested on its own) or was harvested already
+   * (session.end), then forget it here too.
+   */
+  private proxiedClosed(sessionId: string, why: string): void {
+    const sessions = this.sessions;
+    const s = sessions?.get(sessionId);
+    if (!sessions || !s) return;
+    if (s.linkedSession === undefined && !this.stopping && sessions.endSession(s)) {
+      // the harvest reads the history at once: the session can go right after
+      this.trackHarvest(s, 'unknown').then(
+        (r) => this.log.info({ sessionId, harvested: r.harvested, reason: why }, 'proxied conversation harvested'),
+        (err: unknown) => this.log.error({ sessionId, err: describeError(err) }, 'proxied conversation harvest failed'),
+      );
+    }
+    sessions.removeSession(sessionId, `proxied conversation ${why}`);
   }
 
   private wireTailer(tailer: Tailer): void {
@@ -279,7 +306,7 @@ export class Daemon {
     const sessions = this.sessions;
     if (!sessions || this.stopping) return;
     for (const s of sessions.idleSessions()) {
-      // proxied conversations are forgotten by the proxy when idle; there is no transcript to harvest
+      // proxied conversations are harvested when the proxy forgets them (proxiedClosed)
       if (s.source === 'proxy') continue;
       if (!sessions.endSession(s)) continue;
       this.trackHarvest(s, 'unknown').then(
@@ -324,7 +351,13 @@ export class Daemon {
           if (current) this.server?.notify(connId, 'compaction.proposed', current);
         });
       },
-      harvest: (session, outcome, connId) => this.trackHarvest(session, outcome, connId),
+      harvest: (session, outcome, connId) => {
+        // one harvest per agent session: a proxied conversation linked to a transcript is harvested from it
+        const target = this.sessions?.harvestTarget(session);
+        if (!target) return Promise.resolve({ harvested: 0 });
+        if (target !== session) this.sessions?.endSession(target);
+        return this.trackHarvest(target, outcome, connId);
+      },
       subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
       status: () => this.status(),
       isolated: this.options.socketGroup !== undefined,
@@ -374,6 +407,7 @@ export class Daemon {
           lastEdit: s.life.lastEdit ?? null,
           subscribers: this.subscriberCount(s.sessionId),
           source: s.source,
+          linkedSession: s.linkedSession ?? null,
         };
       }),
       ...(this.proxy && this.options.proxy ? { proxy: this.proxyStatus() } : {}),

@@ -43,7 +43,7 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
     [METHODS.headroom]: defineHandler(PARAMS_SCHEMAS[METHODS.headroom], (p, ctx) => {
       const s = visible(p.sessionId, ctx.connectionId);
       const h = s.model.headroom();
-      return { ...h };
+      return { ...h, linkedSession: s.linkedSession ?? null };
     }),
 
     [METHODS.sections]: defineHandler(PARAMS_SCHEMAS[METHODS.sections], (p, ctx) => visible(p.sessionId, ctx.connectionId).model.sections()),

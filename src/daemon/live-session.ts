@@ -1,9 +1,17 @@
 import type { TranscriptFormat } from '../ingest/types.js';
 import type { SessionModel } from '../model/index.js';
-import { SummaryCache } from '../compact/index.js';
+import { SummaryCache, type Plan } from '../compact/index.js';
 import type { ProviderFormatName } from '../proxy/index.js';
 import { SessionHistory } from '../harvest/index.js';
 import { SessionLifecycle } from './lifecycle.js';
+
+/** What the daemon knows of a conversation through the proxy. */
+export interface ProxiedLink {
+  /** The session id the agent named in its requests (Claude Code's transcript id, Codex's rollout id). */
+  readonly agentSessionId: string | undefined;
+  /** Compact it now; its next request carries the summaries (session.compact). */
+  readonly compact: (targetHeadroom: number | undefined) => Promise<Plan>;
+}
 
 /**
  * A session the daemon follows: its model, its history for harvest, its caches, and its
@@ -26,6 +34,13 @@ export class LiveSession {
   readonly summaryCache = new SummaryCache();
   /** The timer of a throttled plan (owned by the session manager). */
   planTimer: NodeJS.Timeout | undefined;
+  /** For a conversation through the proxy: the agent's own session id, and how to compact it now. */
+  proxied: ProxiedLink | undefined;
+  /**
+   * The same agent session seen the other way: a tailed transcript and a conversation through
+   * the proxy of the same agent session id. Once seen, kept (harvest takes one of the two).
+   */
+  linkedSession: string | undefined;
 
   constructor(
     readonly sessionId: string,

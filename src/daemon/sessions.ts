@@ -6,11 +6,11 @@ import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
 import { applyPlan, planCompaction, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { IdleTracker } from '../harvest/index.js';
-import type { Archive, HeadroomLog, PlanLog, RedactionCount } from '../store/index.js';
+import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import type { ProviderFormatName } from '../proxy/index.js';
-import { LiveSession } from './live-session.js';
+import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
+import { LiveSession, type ProxiedLink } from './live-session.js';
 import { ADVISORY_PLAN_INTERVAL_MS, zoneOf, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
@@ -45,8 +45,8 @@ export interface SessionManagerDeps {
   readonly archiveFilter?: ArchiveFilter;
 }
 
-/** Redacts the originals of an edit before they are archived. */
-export type ArchiveFilter = (messages: readonly Message[]) => Promise<{ messages: Message[]; findings: RedactionCount[] }>;
+/** Redacts the originals of an edit before they are archived (the same filter the proxy is handed). */
+export type ArchiveFilter = OriginalsFilter;
 
 export { ADVISORY_PLAN_INTERVAL_MS };
 
@@ -139,6 +139,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.sessions.set(sessionId, s);
       this.byFile.set(file, s);
       this.log.info({ sessionId, file, format }, 'session opened');
+      for (const p of this.sessions.values()) if (p.proxied?.agentSessionId === sessionId) this.link(p);
     }
     s.model.applyAll(events);
     s.history.push(events);
@@ -159,19 +160,30 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * A conversation whose model the proxy keeps: listed, headroom-logged and readable like a
    * tailed session, but planned for by the proxy (which applies its plans itself).
    */
-  attachProxied(sessionId: string, label: string, format: ProviderFormatName, model: SessionModel): LiveSession {
+  attachProxied(sessionId: string, label: string, format: ProviderFormatName, model: SessionModel, proxied: ProxiedLink): LiveSession {
     const s = new LiveSession(sessionId, label, format, model, this.now(), 'proxy');
+    s.proxied = proxied;
     this.sessions.set(sessionId, s);
-    this.log.info({ sessionId, file: label, format }, 'session opened');
+    this.log.info({ sessionId, file: label, format, agentSessionId: proxied.agentSessionId ?? null }, 'session opened');
+    this.link(s);
     return s;
   }
 
-  /** The proxy modelled another request of a conversation (its model may have been rebuilt). */
-  proxiedChanged(sessionId: string, model: SessionModel, plan?: Plan): void {
+  /**
+   * The proxy modelled another request of a conversation (its model may have been rebuilt).
+   * `fresh` are the originals it showed for the first time: kept for harvest.
+   */
+  proxiedChanged(sessionId: string, model: SessionModel, plan?: Plan, fresh: readonly Message[] = []): void {
     const s = this.sessions.get(sessionId);
     if (!s || s.source !== 'proxy') return;
     s.model = model;
+    const grew = fresh.length > 0;
+    if (grew) {
+      const m = model.meta().model;
+      s.history.push([...(m ? [{ type: 'meta' as const, meta: { model: m } }] : []), ...fresh.map((message) => ({ type: 'message' as const, message }))]);
+    }
     s.life.touched(this.now(), true);
+    this.link(s);
     if (plan) {
       s.life.applied({ reason: [...new Set(plan.edits.map((e) => e.reason))].join(','), at: this.now(), planId: plan.planId }, model.version);
       try {
@@ -227,6 +239,34 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return { session: s, rebuilt: !extends_ };
   }
 
+  /**
+   * Link a proxied conversation with the tailed transcript of the same agent session (Claude
+   * Code's session id is its transcript's; Codex's is its rollout's). A tailed session with
+   * several conversations through the proxy (side requests, sub-agents) links to the largest.
+   */
+  private link(p: LiveSession): void {
+    const agentId = p.proxied?.agentSessionId;
+    const t = agentId !== undefined ? this.sessions.get(agentId) : undefined;
+    if (!t || t.source !== 'transcript') return;
+    if (p.linkedSession !== t.sessionId) {
+      p.linkedSession = t.sessionId;
+      this.log.info({ sessionId: p.sessionId, linkedSession: t.sessionId }, 'proxied conversation linked to its tailed transcript');
+    }
+    const current = t.linkedSession !== undefined ? this.sessions.get(t.linkedSession) : undefined;
+    if (!current || current === p || current.model.tokens() < p.model.tokens()) t.linkedSession = p.sessionId;
+  }
+
+  /**
+   * The session whose history a harvest of `s` should read: a proxied conversation linked to a
+   * tailed transcript is harvested from the transcript (one harvest per agent session, never two);
+   * undefined when that transcript's session is gone (it was harvested on its own).
+   */
+  harvestTarget(s: LiveSession): LiveSession | undefined {
+    if (s.source !== 'proxy' || s.linkedSession === undefined) return s;
+    // undefined: the transcript's session is already gone, harvested (or to be read again) on its own
+    return this.sessions.get(s.linkedSession);
+  }
+
   /** The watermarks sessions are judged by (for clients that compute zones). */
   watermarks(): { reserveRatio: number; softWatermark: number; hysteresis: number } {
     return { reserveRatio: this.options.reserveRatio, softWatermark: this.options.softWatermark, hysteresis: this.options.hysteresis };
@@ -251,6 +291,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.planQueue.delete(s);
     this.sessions.delete(sessionId);
     this.byFile.delete(s.file);
+    // a tailed session no longer names a conversation that is gone (the conversation's own link stays: harvest reads it)
+    const linked = s.linkedSession !== undefined ? this.sessions.get(s.linkedSession) : undefined;
+    if (linked?.linkedSession === sessionId && linked.source === 'transcript') linked.linkedSession = undefined;
     this.idle.end(sessionId);
     this.expire(sessionId, s.life.expireAll(), why);
     this.log.info({ sessionId, file: s.file, why }, 'session closed');
@@ -287,9 +330,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Plan now, regardless of watermarks (session.compact). */
   async compactNow(sessionId: string, targetHeadroom: number | undefined, dryRun: boolean): Promise<Plan> {
     const s = this.require(sessionId);
-    if (s.source === 'proxy' && !dryRun) {
-      throw new ContextdError(ErrorCode.USAGE, `session "${sessionId}" is compacted by the proxy as its requests pass: only a dry run can be asked for`, { sessionId });
-    }
+    // The proxy applies it to the conversation's next request (and records it through proxiedChanged).
+    if (s.source === 'proxy' && !dryRun && s.proxied) return s.proxied.compact(targetHeadroom);
     const work = this.makePlan(s, 'manual', targetHeadroom, dryRun, false);
     this.inFlight.add(work);
     try {

@@ -9,6 +9,7 @@
  */
 import { lintSource } from '@secretlint/core';
 import { creator as recommendPreset } from '@secretlint/secretlint-rule-preset-recommend';
+import { secretLintProfiler } from '@secretlint/profiler';
 import { SECRET_RULES } from './redact-rules.js';
 import type { Message } from '../model/messages.js';
 
@@ -34,6 +35,12 @@ function addFinding(counts: Map<string, number>, rule: string, n = 1): void {
 function toFindings(counts: Map<string, number>): RedactionFinding[] {
   return [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([rule, count]) => ({ rule, count }));
 }
+
+// secretlint marks every lint with `performance.mark` and its profiler keeps each entry for
+// good (searching the list on every mark and queueing a measure per pair): in a daemon that
+// redacts every archived original this grew without bound — half the CPU and hundreds of MiB
+// under load (issue 14 profile). contextd never reads the profile, so marking is switched off.
+secretLintProfiler.mark = () => undefined;
 
 /** Apply our own rules only (synchronous; used for log fields and as the first layer). */
 export function redactSync(text: string): Redacted {

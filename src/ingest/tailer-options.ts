@@ -15,7 +15,7 @@ export interface TailerOptions {
   readonly maxLineBytes?: number | undefined;
   /** Fixed formats by path prefix (the longest matching prefix wins); others are detected. */
   readonly formatOverrides?: Readonly<Record<string, TranscriptFormat>> | undefined;
-  /** Delay of the one re-check read after each change (default 120 ms). */
+  /** Delay of the one re-check read after each change (default 55 ms, just past chokidar's change throttle). */
   readonly recheckMs?: number | undefined;
   /** Files last modified longer ago than this at start are registered but not read until they change (default 30 min). */
   readonly liveWindowMs?: number | undefined;
@@ -81,7 +81,8 @@ export function resolveTailerOptions(options: TailerOptions): ResolvedTailerOpti
     paths: Object.freeze(o.paths.map((p) => resolve(p))),
     maxLineBytes: o.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
     formatOverrides: Object.freeze(overrides),
-    recheckMs: o.recheckMs ?? 120,
+    // Just past chokidar's fixed 50 ms `change` throttle: an append it swallowed is read then.
+    recheckMs: o.recheckMs ?? 55,
     liveWindowMs: o.liveWindowMs ?? 30 * 60 * 1000,
     readChunkBytes: o.readChunkBytes ?? 1024 * 1024,
     followSymlinks: o.followSymlinks ?? false,

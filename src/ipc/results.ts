@@ -37,6 +37,11 @@ export const HeadroomResultSchema = z.looseObject({
   sections: z.number().int(),
   /** Last token count the agent itself reported, if any. */
   reportedTokens: z.number().optional(),
+  /**
+   * The same agent session seen the other way: for a conversation through the proxy, the tailed
+   * transcript's session; for a tailed session, its conversation through the proxy. Null when none.
+   */
+  linkedSession: z.string().nullable().optional(),
 });
 /** `session.headroom` result. */
 export type HeadroomResult = Wire<z.infer<typeof HeadroomResultSchema>>;
@@ -173,6 +178,10 @@ export const SessionStatusSchema = z.looseObject({
   /** The transcript file the session is read from. */
   file: z.string().optional(),
   format: z.string().optional(),
+  /** 'transcript' (tailed) or 'proxy' (seen through the proxy). */
+  source: z.string().optional(),
+  /** The same agent session seen the other way (see HeadroomResultSchema.linkedSession). */
+  linkedSession: z.string().nullable().optional(),
 });
 /** `daemon.status` result: sessions with headroom, version, uptime (the daemon may add more). */
 export const StatusResultSchema = z.looseObject({

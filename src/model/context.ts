@@ -18,8 +18,7 @@ import {
   type SectionBase,
   type SectionRec,
 } from './fragments.js';
-import { TermIndex } from './relevance.js';
-import { EMPTY_TERM_STATS } from '../text/index.js';
+import { EMPTY_TERM_VECTOR, TermIndex } from './relevance.js';
 import type { TokenCountCache, TokenCounter } from './tokens.js';
 
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
@@ -101,7 +100,7 @@ export class LiveContext {
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
     if (firstEntry && firstEntry.frags.some((f) => f.section !== undefined && !doomed.has(f.section))) at++;
-    const entry = buildEntry(message, this.counter);
+    const entry = buildEntry(message, this.counter, this.index);
     const goneEntries = new Set<Entry>();
     for (const rec of recs) {
       for (const f of rec.frags) {
@@ -183,7 +182,7 @@ export class LiveContext {
   }
 
   appendMessage(message: Message): void {
-    const entry = buildEntry(message, this.counter, this.tokenCache);
+    const entry = buildEntry(message, this.counter, this.index, this.tokenCache);
     this.entries.push(entry);
     this.entryById.set(message.id, entry);
 
@@ -265,7 +264,7 @@ export class LiveContext {
       base,
       frags: [],
       tokens: 0,
-      stats: EMPTY_TERM_STATS,
+      stats: EMPTY_TERM_VECTOR,
       ack: false,
       decision: false,
       constraint: false,

@@ -5,7 +5,8 @@
  */
 import type { Message, ToolCall } from './messages.js';
 import { featuresOfShingles, mergeFeatures, type DensityFeatures } from './density.js';
-import { analyseText, looksLikeStackTrace, mergeTermStats, type TermStats } from '../text/index.js';
+import { analyseText, looksLikeStackTrace } from '../text/index.js';
+import { mergeTermVectors, type TermIndex, type TermVector } from './relevance.js';
 import { countTexts, IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCountCache, type TokenCounter } from './tokens.js';
 
 export type FragmentPart = 'whole' | 'text' | 'call' | 'result';
@@ -26,7 +27,7 @@ export interface Fragment {
   readonly part: FragmentPart;
   readonly call?: ToolCall;
   readonly tokens: number;
-  readonly stats: TermStats;
+  readonly stats: TermVector;
   readonly features: DensityFeatures;
   /** A tool result that failed or reads like a stack trace. */
   readonly error: boolean;
@@ -57,7 +58,7 @@ export interface SectionRec {
   base: SectionBase;
   readonly frags: Fragment[];
   tokens: number;
-  stats: TermStats;
+  stats: TermVector;
   callId?: string;
   toolName?: string;
   /** User acknowledgement ("ok", "continue"). */
@@ -87,10 +88,10 @@ export function hasPart(rec: SectionRec, part: FragmentPart): boolean {
 }
 
 /** Term stats of a section: its fragment's own (shared, never mutated) or a fresh merge. */
-export function recomputeStats(rec: SectionRec): TermStats {
+export function recomputeStats(rec: SectionRec): TermVector {
   const only = rec.frags.length === 1 ? rec.frags[0] : undefined;
   if (only) return only.stats;
-  return mergeTermStats(rec.frags.map((f) => f.stats));
+  return mergeTermVectors(rec.frags.map((f) => f.stats));
 }
 
 /** Density features of a section: its fragments' fingerprints merged (no text is re-read). */
@@ -102,17 +103,18 @@ export function computeFeatures(rec: SectionRec): DensityFeatures {
  * Splits a message into fragments, counting its tokens exactly once:
  * text + reasoning + each tool call's name and arguments + MESSAGE_OVERHEAD_TOKENS +
  * imageCount × IMAGE_TOKEN_ESTIMATE. The overhead and image estimate go to the text
- * fragment, or to the first call fragment when there is no text. With a `cache`, the counts of
+ * fragment, or to the first call fragment when there is no text. Terms are interned in the
+ * session's `terms` dictionary. With a `cache`, the counts of
  * a message seen before (same texts) are read back instead.
  */
-export function buildEntry(message: Message, counter: TokenCounter, cache?: TokenCountCache): Entry {
+export function buildEntry(message: Message, counter: TokenCounter, terms: TermIndex, cache?: TokenCountCache): Entry {
   const entry: Entry = { message, frags: [], live: true };
   const fixed = MESSAGE_OVERHEAD_TOKENS + (message.imageCount ?? 0) * IMAGE_TOKEN_ESTIMATE;
   const calls = message.role === 'assistant' ? (message.toolCalls ?? []) : [];
   const textAndReasoning = message.reasoning ? `${message.text}\n${message.reasoning}` : message.text;
   const mk = (part: FragmentPart, tokens: number, text: string, call?: ToolCall, error = false): Fragment => {
     const { stats, shingles } = analyseText(text);
-    return { entry, part, ...(call ? { call } : {}), tokens, stats, features: featuresOfShingles(shingles), error, section: undefined };
+    return { entry, part, ...(call ? { call } : {}), tokens, stats: terms.intern(stats), features: featuresOfShingles(shingles), error, section: undefined };
   };
   // Every text of the message, counted (or looked up) together: text, reasoning, then each call's name and arguments.
   const counts = countTexts(counter, [message.text, message.reasoning ?? '', ...calls.flatMap((c) => [c.name, c.arguments])], cache);

@@ -23,30 +23,105 @@ export const GOAL_TERM_WEIGHT = 1;
 export const ANCHOR_TERM_WEIGHT = 0.3;
 export const RELEVANCE_FLOOR = 0.05;
 
-/** Document frequencies over the live sections, maintained incrementally. */
+/**
+ * Term frequencies of one fragment or section with its terms interned by the session's
+ * `TermIndex`: `pairs` holds `id, count` pairs in the order the terms were first seen, so one
+ * typed array stands for what were an array of term strings (one string copy per fragment
+ * holding the term) and an array of counts.
+ */
+export interface TermVector {
+  readonly pairs: Uint32Array;
+  /** Number of terms (the BM25 document length). */
+  readonly length: number;
+}
+
+/** A query ready for `TermIndex.bm25`: weight × idf by term id, and how many terms it has. */
+export interface PreparedQuery {
+  readonly weights: Float64Array;
+  readonly size: number;
+}
+
+/** A vector without terms (shared, frozen). */
+export const EMPTY_TERM_VECTOR: TermVector = Object.freeze({ pairs: new Uint32Array(0), length: 0 });
+
+/** Sum of several vectors (a section made of several fragments); first-seen order is kept. */
+export function mergeTermVectors(parts: readonly TermVector[]): TermVector {
+  const tf = new Map<number, number>();
+  let length = 0;
+  for (const p of parts) {
+    const { pairs } = p;
+    for (let i = 0; i < pairs.length; i += 2) tf.set(pairs[i] as number, (tf.get(pairs[i] as number) ?? 0) + (pairs[i + 1] as number));
+    length += p.length;
+  }
+  if (tf.size === 0) return EMPTY_TERM_VECTOR;
+  const pairs = new Uint32Array(tf.size * 2);
+  let j = 0;
+  for (const [id, n] of tf) {
+    pairs[j++] = id;
+    pairs[j++] = n;
+  }
+  return { pairs, length };
+}
+
+/**
+ * The session's term dictionary and the document frequencies over its live sections, both
+ * maintained incrementally. Each distinct term is held once (`intern`); ids stay valid until
+ * `clear()`, also when a term's document frequency drops to 0.
+ */
 export class TermIndex {
-  private readonly df = new Map<string, number>();
+  private readonly ids = new Map<string, number>();
+  private df = new Uint32Array(1024);
   private docs = 0;
   private totalLength = 0;
 
-  add(stats: TermStats): void {
-    this.docs++;
-    this.totalLength += stats.length;
-    for (const t of stats.terms) this.df.set(t, (this.df.get(t) ?? 0) + 1);
+  /** The vector of `stats`, its terms given ids (new terms are added to the dictionary). */
+  intern(stats: TermStats): TermVector {
+    const { terms, counts } = stats;
+    if (terms.length === 0) return EMPTY_TERM_VECTOR;
+    const pairs = new Uint32Array(terms.length * 2);
+    for (let i = 0; i < terms.length; i++) {
+      const t = terms[i] as string;
+      let id = this.ids.get(t);
+      if (id === undefined) {
+        id = this.ids.size;
+        this.ids.set(t, id);
+        if (id >= this.df.length) {
+          const grown = new Uint32Array(this.df.length * 2);
+          grown.set(this.df);
+          this.df = grown;
+        }
+      }
+      pairs[2 * i] = id;
+      pairs[2 * i + 1] = counts[i] as number;
+    }
+    return { pairs, length: stats.length };
   }
 
-  remove(stats: TermStats): void {
+  /** Distinct terms in the dictionary (live or not). */
+  get vocabulary(): number {
+    return this.ids.size;
+  }
+
+  add(v: TermVector): void {
+    this.docs++;
+    this.totalLength += v.length;
+    const { pairs } = v;
+    for (let i = 0; i < pairs.length; i += 2) this.df[pairs[i] as number]!++;
+  }
+
+  remove(v: TermVector): void {
     this.docs--;
-    this.totalLength -= stats.length;
-    for (const t of stats.terms) {
-      const n = (this.df.get(t) ?? 0) - 1;
-      if (n <= 0) this.df.delete(t);
-      else this.df.set(t, n);
+    this.totalLength -= v.length;
+    const { pairs } = v;
+    for (let i = 0; i < pairs.length; i += 2) {
+      const id = pairs[i] as number;
+      if ((this.df[id] as number) > 0) this.df[id]!--;
     }
   }
 
   clear(): void {
-    this.df.clear();
+    this.ids.clear();
+    this.df = new Uint32Array(1024);
     this.docs = 0;
     this.totalLength = 0;
   }
@@ -55,40 +130,51 @@ export class TermIndex {
     return this.docs;
   }
 
-  idf(term: string): number {
-    const n = this.df.get(term) ?? 0;
+  idf(id: number): number {
+    const n = this.df[id] ?? 0;
     return Math.log(1 + (this.docs - n + 0.5) / (n + 0.5));
   }
 
-  /** Folds each query term's idf into its weight, once per scoring pass. */
-  prepare(query: ReadonlyMap<string, number>): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const [t, w] of query) if (this.df.has(t)) out.set(t, w * this.idf(t));
-    return out;
+  /**
+   * Folds each query term's idf into its weight, once per scoring pass: a dense array by term
+   * id (0 for terms outside the query or in no live section — a real weight is never 0, as
+   * idf > 0), so `bm25` reads a weight per document term without a hash lookup.
+   */
+  prepare(query: ReadonlyMap<number, number>): PreparedQuery {
+    const weights = new Float64Array(this.ids.size);
+    let size = 0;
+    for (const [id, w] of query) {
+      if ((this.df[id] ?? 0) > 0) {
+        weights[id] = w * this.idf(id);
+        size++;
+      }
+    }
+    return { weights, size };
   }
 
   /** Raw BM25 of one document against a query from `prepare()`. */
-  bm25(doc: TermStats, prepared: ReadonlyMap<string, number>): number {
+  bm25(doc: TermVector, prepared: PreparedQuery): number {
     if (prepared.size === 0 || doc.length === 0) return 0;
     const avg = this.docs > 0 ? this.totalLength / this.docs : 1;
     const norm = BM25_K1 * (1 - BM25_B + (BM25_B * doc.length) / Math.max(avg, 1));
     let score = 0;
-    const { terms, counts } = doc;
-    for (let i = 0; i < terms.length; i++) {
-      const wIdf = prepared.get(terms[i] as string);
-      if (wIdf === undefined) continue;
-      const f = counts[i] as number;
+    const { pairs } = doc;
+    const { weights } = prepared;
+    for (let i = 0; i < pairs.length; i += 2) {
+      const wIdf = weights[pairs[i] as number] ?? 0;
+      if (wIdf === 0) continue;
+      const f = pairs[i + 1] as number;
       score += (wIdf * (f * (BM25_K1 + 1))) / (f + norm);
     }
     return score;
   }
 }
 
-/** Builds the weighted query from the goal's terms and the anchors' terms. */
-export function buildQuery(goal: TermStats | undefined, anchors: readonly TermStats[]): Map<string, number> {
-  const q = new Map<string, number>();
-  for (const a of anchors) for (const t of a.terms) q.set(t, ANCHOR_TERM_WEIGHT);
-  if (goal) for (const t of goal.terms) q.set(t, GOAL_TERM_WEIGHT);
+/** Builds the weighted query (term id → weight) from the goal's terms and the anchors' terms. */
+export function buildQuery(goal: TermVector | undefined, anchors: readonly TermVector[]): Map<number, number> {
+  const q = new Map<number, number>();
+  for (const a of anchors) for (let i = 0; i < a.pairs.length; i += 2) q.set(a.pairs[i] as number, ANCHOR_TERM_WEIGHT);
+  if (goal) for (let i = 0; i < goal.pairs.length; i += 2) q.set(goal.pairs[i] as number, GOAL_TERM_WEIGHT);
   return q;
 }
 

@@ -8,9 +8,8 @@ import type { Entry, SectionRec } from './fragments.js';
 import { densityOf } from './density.js';
 import { isAnchor, isPending, kindOf, priorityOf } from './priority.js';
 import { recencyWeight } from './recency.js';
-import { buildQuery, normalizeRelevance, type TermIndex } from './relevance.js';
+import { buildQuery, normalizeRelevance, type TermIndex, type TermVector } from './relevance.js';
 import { scoreSection } from './score.js';
-import type { TermStats } from '../text/index.js';
 
 export interface ScoringContext {
   readonly sessionId: string;
@@ -106,7 +105,7 @@ export function scoreAll(ctx: ScoringContext): Section[] {
 
   // Relevance against the goal + anchors.
   const goal = goalIdx >= 0 ? recs[goalIdx]?.stats : undefined;
-  const anchorStats: TermStats[] = [];
+  const anchorStats: TermVector[] = [];
   recs.forEach((rec, i) => {
     if (anchors[i] && i !== goalIdx && kinds[i] !== 'tool-call') anchorStats.push(rec.stats);
   });

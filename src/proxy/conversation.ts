@@ -17,12 +17,14 @@ import { applyPlan, planCompaction, SummaryCache, type CompactableModel, type Pl
 import type { Logger } from '../util/logger.js';
 import { describeError } from '../util/errors.js';
 import { canonicalJson, type ItemEdit, type JsonObject, type ParsedRequest, type ProviderFormat, type ProviderFormatName } from './request.js';
-import type { ArchiveSink } from './types.js';
+import type { ArchiveSink, OriginalsFilter } from './types.js';
 
 export interface ConversationDeps {
   readonly tokenCounter: TokenCounter;
   readonly summarizer: Summarizer;
   readonly archive: ArchiveSink | undefined;
+  /** Redacts originals before they are archived (the recall tool answers what is archived). */
+  readonly archiveFilter?: OriginalsFilter | undefined;
   readonly logger: Logger;
   readonly now: () => number;
   /** Context window for every conversation (else the model's preset). */
@@ -53,6 +55,11 @@ export interface Prepared {
   readonly plan: Plan | undefined;
   /** The forwarded prefix differs from what was forwarded before, because of contextd. */
   readonly cacheBreak: boolean;
+  /**
+   * Conversation messages (system prompt and tool definitions left out) this request showed
+   * for the first time, as the agent sent them: what harvest reads, never the compacted view.
+   */
+  readonly fresh: readonly Message[];
 }
 
 export interface ConversationStats {
@@ -76,6 +83,10 @@ export class Conversation {
   /** Digests of the items of the list last forwarded. */
   private lastSent: string[] | undefined;
   private readonly summaryCache = new SummaryCache();
+  /** Ids of every conversation message seen so far (so `fresh` holds each original once). */
+  private readonly seen = new Set<string>();
+  /** Ids of the last exchange of the newest request (never compacted). */
+  private lastProtected = new Set<string>();
   private queue: Promise<unknown> = Promise.resolve();
   private readonly log: Logger;
 
@@ -100,9 +111,11 @@ export class Conversation {
   private async prepareNow(format: ProviderFormat, parsed: ParsedRequest, body: JsonObject): Promise<Prepared> {
     this.lastActivityAt = this.deps.now();
     const extended = this.sync(parsed);
+    const fresh = this.freshOriginals(parsed);
+    this.lastProtected = new Set(parsed.items.slice(parsed.protectedFrom).map((i) => i.message.id));
     const tokensIn = this.model.tokens() + this.saved;
     let plan: Plan | undefined;
-    if (this.model.headroom().headroom < this.model.budget().reserveRatio) plan = await this.plan(parsed);
+    if (this.model.headroom().headroom < this.model.budget().reserveRatio) plan = await this.plan('reserve', undefined);
     const edits = this.itemEdits(parsed);
     const out = edits.size > 0 ? format.render(body, edits) : body;
     // kept as digests: a conversation holds its last forwarded list only to compare prefixes
@@ -116,7 +129,30 @@ export class Conversation {
     this.stats.tokensIn += tokensIn;
     this.stats.tokensOut += tokensOut;
     if (cacheBreak) this.stats.cacheBreaks++;
-    return { body: out, tokensIn, tokensOut, replacements: this.replacements.size, plan, cacheBreak };
+    return { body: out, tokensIn, tokensOut, replacements: this.replacements.size, plan, cacheBreak, fresh };
+  }
+
+  /**
+   * Compact now, whatever the headroom (`session.compact`): plan down to `targetHeadroom`
+   * (default reserve + hysteresis) on the model of the last request, leaving its last exchange
+   * alone; archive and apply. The conversation's next request carries the summaries (and every
+   * later one, as for any plan). Undefined when nothing could be compacted, or before any request.
+   */
+  compactNow(targetHeadroom: number | undefined): Promise<Plan | undefined> {
+    const run = this.queue.then(() => (this.ids.length === 0 ? undefined : this.plan('manual', targetHeadroom)));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Messages of the conversation not seen before, in order (system prompt and tool definitions left out). */
+  private freshOriginals(parsed: ParsedRequest): Message[] {
+    const out: Message[] = [];
+    for (const it of parsed.items) {
+      if (it.loc === 'tools' || it.loc === 'sys' || it.loc.startsWith('sys.') || this.seen.has(it.message.id)) continue;
+      this.seen.add(it.message.id);
+      out.push(it.message);
+    }
+    return out;
   }
 
   /**
@@ -164,14 +200,17 @@ export class Conversation {
     return true;
   }
 
-  /** Plan back to reserve + hysteresis, leaving the last exchange alone; apply and archive. */
-  private async plan(parsed: ParsedRequest): Promise<Plan | undefined> {
-    const protectedIds = new Set(parsed.items.slice(parsed.protectedFrom).map((i) => i.message.id));
+  /**
+   * Plan back to reserve + hysteresis ('reserve', past the reserve) or to `targetHeadroom`
+   * ('manual', asked for), leaving the last exchange alone; archive and apply.
+   */
+  private async plan(mode: 'reserve' | 'manual', targetHeadroom: number | undefined): Promise<Plan | undefined> {
     const model = this.model;
     let plan: Plan;
     try {
-      plan = await planCompaction(withAnchors(model, protectedIds), {
-        mode: 'reserve',
+      plan = await planCompaction(withAnchors(model, this.lastProtected), {
+        mode,
+        ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
         reserveRatio: model.budget().reserveRatio,
         hysteresis: this.deps.hysteresis,
         summarizer: this.deps.summarizer,
@@ -187,15 +226,22 @@ export class Conversation {
     if (model !== this.model) return undefined; // rebuilt meanwhile (cannot happen while requests are serialized)
     const edits = plan.edits;
     if (edits.length === 0) {
-      this.log.warn({ tokens: model.tokens(), total: model.budget().total }, 'over the reserve but nothing can be compacted');
+      if (mode === 'reserve') this.log.warn({ tokens: model.tokens(), total: model.budget().total }, 'over the reserve but nothing can be compacted');
+      else this.log.info({ tokens: model.tokens(), total: model.budget().total, targetHeadroom: targetHeadroom ?? null }, 'compaction asked for but nothing can be compacted');
       return undefined;
     }
     const originals = new Map(edits.map((e) => [e.editId, e.replaces.flatMap((sid) => [...model.messagesOf(sid)])]));
     const chosen: Plan = { ...plan, edits };
     try {
-      this.deps.archive?.putMany(
-        edits.map((e) => ({ handle: e.handle, sessionId: this.id, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: originals.get(e.editId) ?? [], tokens: e.tokensBefore, createdAt: plan.createdAt })),
+      const filter = this.deps.archiveFilter;
+      const entries = await Promise.all(
+        edits.map(async (e) => {
+          const messages = originals.get(e.editId) ?? [];
+          const f = filter ? await filter(messages) : { messages: [...messages], findings: [] };
+          return { handle: e.handle, sessionId: this.id, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: f.messages, tokens: e.tokensBefore, createdAt: plan.createdAt, redactions: f.findings };
+        }),
       );
+      this.deps.archive?.putMany(entries);
     } catch (err) {
       // Without the originals archived a summary's handle would point at nothing: do not apply.
       this.log.error({ err: describeError(err) }, 'cannot archive originals: plan not applied');
@@ -219,6 +265,7 @@ export class Conversation {
         total: h.total,
         handles: edits.map((e) => e.handle),
         reasons: edits.map((e) => e.reason),
+        mode,
       },
       'proxy plan applied',
     );

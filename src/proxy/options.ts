@@ -13,6 +13,7 @@ export const PROXY_DEFAULTS = Object.freeze({
   upstreamTimeoutMs: 600_000,
   streamIdleTimeoutMs: 300_000,
   maxConversations: 256,
+  recallTool: false,
 });
 
 const httpUrl = z
@@ -30,6 +31,8 @@ export const proxyConfigSchema = z
     upstreamTimeoutMs: z.number().int().positive().optional(),
     streamIdleTimeoutMs: z.number().int().positive().optional(),
     maxConversations: z.number().int().positive().optional(),
+    /** Offer the model the `contextd_recall` tool, answered by the proxy (changes the prompt once). */
+    recallTool: z.boolean().optional(),
   })
   .strict();
 export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
@@ -43,6 +46,8 @@ export interface ProxyOptions {
   readonly upstreamTimeoutMs: number;
   readonly streamIdleTimeoutMs: number;
   readonly maxConversations: number;
+  /** Offer and answer the `contextd_recall` tool (off by default: adding a tool changes the prompt). */
+  readonly recallTool: boolean;
   /** Conversations idle this long are forgotten (the archive keeps their originals). */
   readonly idleTimeoutMs: number;
   readonly budgetTokens: number | undefined;
@@ -80,6 +85,7 @@ export function resolveProxyOptions(
     upstreamTimeoutMs: config.upstreamTimeoutMs ?? PROXY_DEFAULTS.upstreamTimeoutMs,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs ?? PROXY_DEFAULTS.streamIdleTimeoutMs,
     maxConversations: config.maxConversations ?? PROXY_DEFAULTS.maxConversations,
+    recallTool: config.recallTool ?? PROXY_DEFAULTS.recallTool,
     idleTimeoutMs: loop.idleTimeoutMs,
     budgetTokens: loop.budgetTokens,
     reserveRatio: loop.reserveRatio,

@@ -8,7 +8,7 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Summarizer } from '../compact/index.js';
+import type { Plan, Summarizer } from '../compact/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
@@ -21,13 +21,22 @@ import { openaiResponsesFormat } from './formats/openai-responses.js';
 import { sessionHint, shortHash } from './match.js';
 import type { ProxyOptions } from './options.js';
 import { isObject, type JsonObject, type ProviderFormat } from './request.js';
-import type { ArchiveSink } from './types.js';
+import type { ArchiveSink, OriginalsFilter } from './types.js';
+import { RECALL_TOOL_NAME, fitTokens, withRecall } from './recall.js';
+import { archivedText } from '../store/index.js';
+
+/** A handle as summaries quote it. */
+const RECALL_HANDLE_RE = /^h_[0-9a-f]{16}$/;
+/** The least a recall answer may hold, however small the window. */
+const RECALL_MIN_TOKENS = 256;
 
 export interface ProxyDeps {
   readonly logger: Logger;
   readonly tokenCounter: TokenCounter;
   readonly summarizer: Summarizer;
   readonly archive?: ArchiveSink;
+  /** Redacts originals before they are archived. */
+  readonly archiveFilter?: OriginalsFilter;
   readonly now?: () => number;
 }
 
@@ -36,6 +45,8 @@ export interface ProxyEvents {
   opened: [conversation: Conversation];
   /** A request of the conversation was modelled (and maybe compacted) and forwarded. */
   request: [conversation: Conversation, prepared: Prepared];
+  /** A plan asked for over the socket (`compact`) was applied; the next request carries it. */
+  compacted: [conversation: Conversation, plan: Plan];
   /** A conversation was idle past its timeout (or evicted) and is forgotten. */
   closed: [conversation: Conversation, why: string];
 }
@@ -179,6 +190,21 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     return [...this.conversations.values()];
   }
 
+  /**
+   * Compact a conversation now, whatever its headroom (`session.compact`): its next request
+   * carries the summaries. Throws UNKNOWN_SESSION for a conversation the proxy does not hold,
+   * BUDGET_UNREACHABLE when nothing but its last exchange and anchors is left.
+   */
+  async compact(sessionId: string, targetHeadroom: number | undefined): Promise<Plan> {
+    const c = this.all().find((x) => x.id === sessionId);
+    if (!c) throw new ContextdError(ErrorCode.UNKNOWN_SESSION, `unknown session "${sessionId}": the proxy holds no such conversation`, { sessionId });
+    const plan = await c.compactNow(targetHeadroom);
+    if (!plan) throw new ContextdError(ErrorCode.BUDGET_UNREACHABLE, `nothing in session "${sessionId}" can be compacted: only its last exchange and anchors are left`, { sessionId });
+    this.totals.plansApplied++;
+    this.emit('compacted', c, plan);
+    return plan;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = req.url ?? '/';
     const method = req.method ?? 'GET';
@@ -234,10 +260,20 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
       return undefined; // the provider answers malformed JSON with its own error
     }
     try {
-      const parsed = format.parse(json);
+      let parsed = format.parse(json);
       if (parsed.items.length === 0) return undefined;
       const conversation = this.conversationFor(format, req, json, parsed.fingerprint);
-      const prepared = await conversation.prepare(format, parsed, json);
+      let input = json;
+      if (this.options.recallTool) {
+        // The model sees (and contextd models) the request with the tool offered and its calls answered.
+        const recall = withRecall(format.name, json, (handle) => this.recallText(conversation, handle));
+        if (recall.body !== json) {
+          input = recall.body;
+          parsed = format.parse(input);
+        }
+        if (recall.answered > 0) this.log.debug({ sessionId: conversation.id, handles: recall.handles }, 'recall tool calls answered from the archive');
+      }
+      const prepared = await conversation.prepare(format, parsed, input);
       this.totals.modelled++;
       this.totals.tokensIn += prepared.tokensIn;
       this.totals.tokensOut += prepared.tokensOut;
@@ -253,6 +289,29 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     }
   }
 
+  /** The recall tool's answer for a handle the model named in a conversation. */
+  private recallText(c: Conversation, handle: string | undefined): string {
+    const named = handle === undefined ? 'no handle' : JSON.stringify(handle.slice(0, 80));
+    if (handle === undefined || !RECALL_HANDLE_RE.test(handle)) {
+      return `${RECALL_TOOL_NAME}: ${named} is not a recall handle. Summaries quote handles as [contextd recall h_…]: h_ followed by 16 hex digits.`;
+    }
+    let entry: ReturnType<ArchiveSink['get']>;
+    try {
+      entry = this.deps.archive?.get(handle);
+    } catch (err) {
+      this.log.error({ sessionId: c.id, handle, err: describeError(err) }, 'recall tool: archive unreadable');
+      return `${RECALL_TOOL_NAME}: the archive could not be read just now; the originals of ${handle} are kept, try again later.`;
+    }
+    if (!entry || (entry.sessionId !== c.id && entry.sessionId !== c.agentSessionId)) {
+      return `${RECALL_TOOL_NAME}: no originals are archived under ${handle} for this conversation. Use a handle quoted in a summary you can see.`;
+    }
+    // Bounded by the room a plan frees (hysteresis × window): a recall never pushes the request past the reserve on its own.
+    const room = Math.max(RECALL_MIN_TOKENS, Math.floor(c.model.budget().total * this.options.hysteresis));
+    const body = fitTokens(archivedText(entry.messages), room, (t) => this.deps.tokenCounter.count(t));
+    const cut = body.truncated ? `\n[… cut to about ${room} of ${body.tokens} tokens to keep the request within its context budget; the rest stays archived: contextd recall ${handle}]` : '';
+    return `Originals archived under ${handle} (${entry.messages.length} message(s), ${entry.tokens} tokens, summarized as ${entry.reason}):\n${body.text}${cut}`;
+  }
+
   private conversationFor(format: ProviderFormat, req: IncomingMessage, body: JsonObject, fingerprint: string): Conversation {
     const hint = sessionHint(req.headers, body);
     const fp = shortHash(`${format.name}\u0000${fingerprint}`);
@@ -266,6 +325,7 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
       tokenCounter: this.deps.tokenCounter,
       summarizer: this.deps.summarizer,
       archive: this.deps.archive,
+      archiveFilter: this.deps.archiveFilter,
       logger: this.deps.logger,
       now: this.now,
       budgetTokens: this.options.budgetTokens,

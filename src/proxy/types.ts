@@ -1,25 +1,15 @@
 /**
- * What the proxy is handed by the daemon. Declared structurally so proxy/ depends on shapes,
- * not on store/ (the store's Archive satisfies ArchiveSink).
+ * What the proxy is handed by the daemon: the store's archive (its own types describe what
+ * is stored), and an optional filter that redacts originals before they are archived.
  */
+import type { ArchivedEdit, Archive, RedactionCount } from '../store/index.js';
 import type { Message } from '../model/messages.js';
 
-/** The originals one applied edit replaced, archived under the handle its summary quotes. */
-export interface ArchiveEntry {
-  readonly handle: string;
-  readonly sessionId: string;
-  readonly planId?: string | undefined;
-  readonly editId?: string | undefined;
-  readonly reason: string;
-  readonly sectionIds: readonly string[];
-  readonly messages: readonly Message[];
-  readonly tokens: number;
-  readonly createdAt: number;
-}
+/** The part of the store's Archive the proxy uses: storing a plan's originals, and recalling them. */
+export type ArchiveSink = Pick<Archive, 'putMany' | 'get'>;
 
-export interface ArchiveSink {
-  /** Store several entries atomically; throws when they cannot be stored. */
-  putMany(entries: readonly ArchiveEntry[]): void;
-  /** The archived originals of a handle (for the recall tool). */
-  get(handle: string): { readonly messages: readonly { readonly id: string; readonly role: string; readonly text: string }[] } | undefined;
-}
+/** The originals one applied edit replaced, archived under the handle its summary quotes. */
+export type ArchiveEntry = ArchivedEdit;
+
+/** Turns originals into what is archived (secret redaction), with what was redacted. */
+export type OriginalsFilter = (messages: readonly Message[]) => Promise<{ messages: Message[]; findings: RedactionCount[] }>;

@@ -169,3 +169,17 @@ function fromRow(r: Row): ArchivedEdit {
     redactions: JSON.parse(r.redactions) as RedactionCount[],
   };
 }
+
+/**
+ * Archived messages as plain text, one block per message (`--- role (tool)`, its text, its
+ * tool calls): what `contextd recall` prints and what the proxy's recall tool answers.
+ */
+export function archivedText(messages: readonly ArchivedMessage[]): string {
+  const out: string[] = [];
+  for (const m of messages) {
+    out.push(`--- ${m.role}${m.toolName ? ` (${m.toolName})` : ''}`);
+    if (m.text) out.push(m.text);
+    for (const c of m.toolCalls ?? []) out.push(`→ ${c.name} ${c.arguments}`);
+  }
+  return out.join('\n');
+}

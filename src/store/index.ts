@@ -1,7 +1,7 @@
 export { openDb, migrate, wrapStoreError, secureStateDir, secureStateFiles, type Db, type OpenDbOptions, type SecuredDir } from './db.js';
 export { MIGRATIONS, type Migration } from './migrations.js';
 export { HeadroomLog, type HeadroomSample } from './headroom.js';
-export { Archive, type ArchivedEdit, type ArchivedMessage, type ArchiveHit, type ArchiveSearchOptions, type RedactionCount } from './archive.js';
+export { Archive, archivedText, type ArchivedEdit, type ArchivedMessage, type ArchiveHit, type ArchiveSearchOptions, type RedactionCount } from './archive.js';
 export { matchAny, matchTerms, matchText } from './fts.js';
 export { PlanLog, type PlanStatus, type StoredPlan } from './plans.js';
 export { TokenCounts, type TokenCountRow } from './token-counts.js';

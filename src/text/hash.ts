@@ -10,6 +10,22 @@ export function fnv1a32(s: string): number {
   return h >>> 0;
 }
 
+/**
+ * A 52-bit hash of a string as an exact double (two FNV-1a passes with different offset
+ * bases): a compact stand-in for the string in set comparisons, where a 32-bit hash would
+ * collide within a few tens of thousands of strings.
+ */
+export function hash52(s: string): number {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  return (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
+}
+
 /** 64-bit FNV-1a as 16 hex digits: stable ids and handles. */
 export function fnv1a64(text: string): string {
   let h = 0xcbf29ce484222325n;

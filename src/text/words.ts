@@ -140,17 +140,6 @@ function shingleHashesOf(wordHash: Uint32Array, size: number): Uint32Array {
   return out;
 }
 
-/** Sum of several term stats (a section made of several fragments). */
-export function mergeTermStats(parts: readonly TermStats[]): TermStats {
-  const tf = new Map<string, number>();
-  let length = 0;
-  for (const p of parts) {
-    p.terms.forEach((t, i) => tf.set(t, (tf.get(t) ?? 0) + (p.counts[i] as number)));
-    length += p.length;
-  }
-  return statsOf(tf, length);
-}
-
 /**
  * Content terms: lowercased words of ≥ 4 chars that may hold `.`, `-` and `$` inside (so
  * `config.max_retries` and `ws-client` stay whole), without stop words or agent filler.
@@ -166,9 +155,18 @@ export function contentTerms(text: string): Set<string> {
     while (end > 0 && (raw.charCodeAt(end - 1) === 46 || raw.charCodeAt(end - 1) === 45)) end--; // trailing . and -
     if (end < 4) continue;
     const w = end === raw.length ? raw : raw.slice(0, end);
-    if (!STOPWORDS.has(w) && !FILLER.has(w)) out.add(w);
+    if (!STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
   }
   return out;
+}
+
+/**
+ * `s` as a string of its own. V8 keeps a substring of 13 chars or more as a view of its
+ * parent — here the lowercased copy of a whole message — so a cached term would keep that
+ * copy alive; a JSON round trip makes a fresh flat string (exact for every string).
+ */
+function ownCopy(s: string): string {
+  return s.length < 13 ? s : (JSON.parse(JSON.stringify(s)) as string);
 }
 
 /**

@@ -230,7 +230,7 @@ describe('Tailer', () => {
     }
     const t = new Tailer({ paths: [dir] });
     expect(Object.isFrozen(t.options)).toBe(true);
-    expect(t.options.recheckMs).toBe(120);
+    expect(t.options.recheckMs).toBe(55);
     expect(t.options.liveWindowMs).toBe(30 * 60 * 1000);
     expect(t.state).toBe('new');
     await t.start();

@@ -1,22 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ProviderFormatName } from '../../src/proxy/index.js';
 import { canonicalJson } from '../../src/proxy/request.js';
-import { ScriptedUpstream, anthropicStream } from './upstream.js';
-import { startProxy, type ProxyHarness } from './helpers.js';
+import { anthropicStream } from './upstream.js';
+import { proxyRig } from './helpers.js';
 import { anthropicRequest, chatRequest, responsesRequest, scriptedTurns, tokensOf } from './agent.js';
 import { anthropicProblems, chatProblems, responsesProblems } from './validate.js';
 
 const BUDGET = 40_000;
 const RESERVE = 0.15;
 const KEY = 'sk-test-proxy-CREDENTIAL-9f8e7d6c5b4a';
-let upstream: ScriptedUpstream;
-let h: ProxyHarness | undefined;
-
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-  await upstream?.close();
-});
+const rig = proxyRig();
 
 const CASES: { format: ProviderFormatName; path: string; build: typeof anthropicRequest; problems: (b: Record<string, unknown>) => string[]; list: string }[] = [
   { format: 'anthropic', path: '/v1/messages', build: anthropicRequest, problems: anthropicProblems, list: 'messages' },
@@ -26,9 +19,9 @@ const CASES: { format: ProviderFormatName; path: string; build: typeof anthropic
 
 describe.each(CASES)('a long task through the proxy ($format)', ({ format, path, build, problems, list }) => {
   it('keeps every request within budget × (1 − reserve) once compaction starts, with valid tool pairs and a stable prefix', { timeout: 120_000 }, async () => {
-    upstream = new ScriptedUpstream();
+    const h = await rig.start({}, { budgetTokens: BUDGET, reserveRatio: RESERVE });
+    const upstream = rig.upstream;
     upstream.behave = () => ({ kind: 'sse', chunks: anthropicStream('next step') });
-    h = await startProxy(await upstream.start(), {}, { budgetTokens: BUDGET, reserveRatio: RESERVE });
     const turns = scriptedTurns(70, 40);
     const limit = BUDGET * (1 - RESERVE);
     let compacting = false;

@@ -8,6 +8,8 @@ import { createTokenCounter } from '../../src/model/tokens.js';
 import { ProxyServer, resolveProxyOptions, type ProxyConfig } from '../../src/proxy/index.js';
 import { Archive, openDb, type Db } from '../../src/store/index.js';
 import { createLogger } from '../../src/util/logger.js';
+import { afterEach } from 'vitest';
+import { ScriptedUpstream } from './upstream.js';
 
 export interface ProxyHarness {
   readonly proxy: ProxyServer;
@@ -38,7 +40,6 @@ export async function startProxy(upstream: string, config: Partial<ProxyConfig> 
   const proxy = new ProxyServer(options, { logger, tokenCounter: counter, summarizer: createExtractiveSummarizer(), archive });
   await proxy.listen();
   const { port } = proxy.address();
-  const read = (p: string): string => readFileSync(p).toString('latin1');
   return {
     proxy,
     url: `http://127.0.0.1:${port}`,
@@ -48,8 +49,7 @@ export async function startProxy(upstream: string, config: Partial<ProxyConfig> 
     logs: () => readFileSync(logFile, 'utf8'),
     everything: () => {
       db.pragma('wal_checkpoint(TRUNCATE)');
-      const walk = (d: string): string[] => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
-      return walk(dir).map(read).join('\n');
+      return filesText(dir);
     },
     close: async () => {
       await proxy.close(500);
@@ -72,4 +72,43 @@ export async function readChunks(res: Response, onChunk?: (text: string, i: numb
     onChunk?.(t, i);
   }
   return all;
+}
+
+/** A scripted upstream with a proxy in front of it, both closed after each test of the file. */
+export interface ProxyRig {
+  /** The upstream of the current test (set by `start`). */
+  readonly upstream: ScriptedUpstream;
+  /** Start a fresh upstream and a proxy forwarding to it. */
+  start(config?: Partial<ProxyConfig>, loop?: Parameters<typeof startProxy>[2]): Promise<ProxyHarness>;
+}
+
+/** Register the per-test rig of a test file (call once at the top level). */
+export function proxyRig(): ProxyRig {
+  let upstream: ScriptedUpstream | undefined;
+  let h: ProxyHarness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+    await upstream?.close();
+    upstream = undefined;
+  });
+  return {
+    get upstream(): ScriptedUpstream {
+      if (!upstream) throw new Error('proxyRig: start() first');
+      return upstream;
+    },
+    async start(config = {}, loop = {}) {
+      upstream = new ScriptedUpstream();
+      h = await startProxy(await upstream.start(), config, loop);
+      return h;
+    },
+  };
+}
+
+/** Every file under a directory, as latin1 text (for searching state and logs for a secret). */
+export function filesText(dir: string): string {
+  const walk = (d: string): string[] => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
+  return walk(dir)
+    .map((f) => readFileSync(f).toString('latin1'))
+    .join('\n');
 }

@@ -13,6 +13,8 @@ export const SEQ_HEADER = 'x-relay-seq';
 export class RecordingRelay {
   /** Response body bytes by sequence number, once the response ended. */
   readonly bodies = new Map<string, Buffer>();
+  /** Request body bytes by sequence number (what the client sent through this relay). */
+  readonly requestBodies = new Map<string, Buffer>();
   private readonly server: Server;
   private readonly loopback: LoopbackServer;
   private seq = 0;
@@ -38,6 +40,9 @@ export class RecordingRelay {
         upRes.on('error', () => res.destroy());
       });
       up.on('error', () => res.destroy());
+      const sent: Buffer[] = [];
+      req.on('data', (c: Buffer) => sent.push(c));
+      req.on('end', () => this.requestBodies.set(seq, Buffer.concat(sent)));
       req.pipe(up);
     });
     this.loopback = new LoopbackServer(this.server);

@@ -44,6 +44,13 @@ describe('proxy options', () => {
     expect(optionsFrom({ watch: ['/tmp'], socket: '/tmp/x.sock', state: '/tmp/s' }, {}).proxy).toBeUndefined();
     expect(() => optionsFrom({ proxy: '127.0.0.1:0', anthropicUpstream: 'ftp://x', watch: ['/tmp'] }, {})).toThrow(/upstreams\.anthropic/);
   });
+
+  it('keeps the recall tool off unless --proxy-recall-tool or proxy.recallTool asks for it', () => {
+    const base = { proxy: '127.0.0.1:0', watch: ['/tmp'], socket: '/tmp/x.sock', state: '/tmp/s' };
+    expect(optionsFrom(base, {}).proxy?.recallTool).toBe(false);
+    expect(optionsFrom({ ...base, proxyRecallTool: true }, {}).proxy?.recallTool).toBe(true);
+    expect(resolveProxyOptions({ listen: '0', recallTool: true }, { idleTimeoutMs: 1, budgetTokens: undefined, reserveRatio: 0.15, hysteresis: 0.1 })?.recallTool).toBe(true);
+  });
 });
 
 const drop = (locs: string[], insertAt: string, text = 'SUMMARY [contextd recall h_0123456789abcdef]'): Map<string, ItemEdit> =>

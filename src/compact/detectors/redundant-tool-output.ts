@@ -8,7 +8,7 @@
 import type { Message } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import { toolAction } from '../../model/toolargs.js';
-import { jaccard } from '../../text/index.js';
+import { hash52 } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList, memoMessage } from '../memo.js';
 import { callsOf, isCompactable, lineSet, memoMessages } from './util.js';
@@ -24,14 +24,57 @@ interface Entry {
   readonly section: Section;
   readonly tool: string;
   readonly key: string;
-  readonly lines: ReadonlySet<string>;
+  readonly lines: LineHashes;
 }
 
-type Shape = { readonly tool: string; readonly key: string; readonly lines: ReadonlySet<string> } | null;
+/**
+ * A line set held as the sorted, distinct 52-bit hashes of its lines: a twentieth of the
+ * memory of a Set of line strings, kept per message for re-plans. The lines themselves are
+ * read again from the text only for a candidate's "except" list.
+ */
+type LineHashes = Float64Array;
 
-/** Line set of a message's text (tool results), memoized per message. */
-function messageLines(m: Message): ReadonlySet<string> {
-  return memoMessage(m, 'lines', (x) => lineSet(x.text));
+type Shape = { readonly tool: string; readonly key: string; readonly lines: LineHashes } | null;
+
+function sortedDistinct(values: Float64Array): LineHashes {
+  values.sort();
+  let n = 0;
+  for (let i = 0; i < values.length; i++) if (i === 0 || values[i] !== values[n - 1]) values[n++] = values[i] as number;
+  return n === values.length ? values : values.slice(0, n);
+}
+
+/** Line hashes of a message's text (tool results), memoized per message. */
+function messageLines(m: Message): LineHashes {
+  return memoMessage(m, 'line-hashes', (x) => sortedDistinct(Float64Array.from(lineSet(x.text), hash52)));
+}
+
+function hasHash(sorted: LineHashes, h: number): boolean {
+  let lo = 0;
+  let hi = sorted.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = sorted[mid] as number;
+    if (v === h) return true;
+    if (v < h) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
+/** Lines of `msgs`' tool results (in order, each once) whose hash `newer` lacks: the first `max`. */
+function linesMissingFrom(msgs: readonly Message[], newer: LineHashes, max: number): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const m of msgs) {
+    if (m.role !== 'tool') continue;
+    for (const l of lineSet(m.text)) {
+      if (seen.has(l)) continue;
+      seen.add(l);
+      if (!hasHash(newer, hash52(l))) out.push(l);
+      if (out.length >= max) return out;
+    }
+  }
+  return out;
 }
 
 /**
@@ -44,14 +87,19 @@ function shapeOf(msgs: readonly Message[]): Shape {
     const first = calls[0];
     if (!first) return null;
     const tools = ms.filter((m) => m.role === 'tool');
-    let lines: ReadonlySet<string>;
+    let lines: LineHashes;
     if (tools.length === 1 && tools[0]) lines = messageLines(tools[0]);
     else {
-      const u = new Set<string>();
-      for (const m of tools) for (const l of messageLines(m)) u.add(l);
-      lines = u;
+      const parts = tools.map(messageLines);
+      const all = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+      let at = 0;
+      for (const p of parts) {
+        all.set(p, at);
+        at += p.length;
+      }
+      lines = sortedDistinct(all);
     }
-    if (lines.size === 0) return null;
+    if (lines.length === 0) return null;
     return { tool: first.name, key: calls.map((c) => toolAction(c).key).join('|'), lines };
   });
 }
@@ -61,8 +109,8 @@ function shapeOf(msgs: readonly Message[]): Shape {
  * reach it (the intersection is counted in full); pairs that cannot reach it stop early.
  * Memoized per threshold and pair of (shared, immutable) sets.
  */
-const simMemo = new Map<number, WeakMap<ReadonlySet<string>, WeakMap<ReadonlySet<string>, number>>>();
-function similarityAtLeast(a: ReadonlySet<string>, b: ReadonlySet<string>, need: number): number {
+const simMemo = new Map<number, WeakMap<LineHashes, WeakMap<LineHashes, number>>>();
+function similarityAtLeast(a: LineHashes, b: LineHashes, need: number): number {
   let byA = simMemo.get(need);
   if (!byA) {
     byA = new WeakMap();
@@ -81,23 +129,28 @@ function similarityAtLeast(a: ReadonlySet<string>, b: ReadonlySet<string>, need:
   return v;
 }
 
-function boundedJaccard(a: ReadonlySet<string>, b: ReadonlySet<string>, need: number): number {
-  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
+function boundedJaccard(a: LineHashes, b: LineHashes, need: number): number {
+  const [small, large] = a.length <= b.length ? [a, b] : [b, a];
   // Jaccard ≤ |small| / |large| (same float division as a full containment would give)
-  if (small.size / large.size < need) return -1;
-  const total = a.size + b.size;
+  if (small.length / large.length < need) return -1;
+  const total = a.length + b.length;
   let inter = 0;
-  let left = small.size;
-  for (const x of small) {
-    left--;
-    if (large.has(x)) inter++;
-    else {
-      const best = inter + left;
-      // the best case (every remaining line shared) is clearly below the threshold
-      if (best / (total - best) < need - 1e-9) return -1;
-    }
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const x = a[i] as number;
+    const y = b[j] as number;
+    if (x === y) {
+      inter++;
+      i++;
+      j++;
+    } else if (x < y) i++;
+    else j++;
+    // the best case (every remaining line of the smaller side shared) is clearly below the threshold
+    const best = inter + Math.min(a.length - i, b.length - j);
+    if (best / (total - best) < need - 1e-9) return -1;
   }
-  const sim = jaccard(a, b);
+  const sim = inter / (total - inter);
   return sim >= need ? sim : -1;
 }
 
@@ -129,7 +182,7 @@ export const redundantToolOutput: Detector = {
           if (ok && (!best || sim > best.sim)) best = { entry: newer, sim };
         }
         if (!best) continue;
-        const except = [...older.lines].filter((l) => !best.entry.lines.has(l)).slice(0, 6);
+        const except = linesMissingFrom(msgsOf(older.section), best.entry.lines, 6);
         out.push({
           sectionIds: [older.section.id],
           reason: 'redundant-tool-output',

@@ -18,10 +18,11 @@
  * conversation: gets `script.summary`), `side` (titles, topic checks: gets `script.sideReply`),
  * `count_tokens`, `invalid` (400: an orphan tool result or an unanswered tool call, as the real
  * APIs reject them) or `unknown`. Reported `usage.input_tokens` is the o200k count of what the
- * request sent. Credentials in headers are never recorded.
+ * request sent. Credentials in headers are never recorded. With `Script.recallOnce` the model
+ * calls contextd's `contextd_recall` tool once, with a handle quoted in a summary it received.
  */
 export { startModelServer, type ApiName, type ModelServer, type ModelServerOptions, type RecordedRequest, type RequestKind } from './server.js';
-export { codingTask, codingWorkspaceFiles, type CodingTaskOptions, type Cursor, type Script, type Step, type ToolAction, type Turn } from './script.js';
+export { codingTask, codingWorkspaceFiles, QUOTED_HANDLE_RE, RECALL_CALL_RE, RECALL_TOOL, type CodingTaskOptions, type Cursor, type Script, type Step, type ToolAction, type Turn } from './script.js';
 export { anthropicPairingError } from './anthropic.js';
 export { responsesPairingError } from './openai.js';
 export { textOf } from './conversation.js';

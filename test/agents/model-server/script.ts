@@ -35,7 +35,20 @@ export interface Script {
   readonly summary: string;
   /** The answer to any other side request (titles, topic checks, quota probes). */
   readonly sideReply?: string;
+  /**
+   * Once a main request quotes a contextd summary (`[contextd recall h_…]`) and offers the
+   * `contextd_recall` tool, call that tool once with the first handle quoted, then go on with
+   * the script where it was.
+   */
+  readonly recallOnce?: boolean;
 }
+
+/** The tool contextd's proxy offers (proxy.recallTool). */
+export const RECALL_TOOL = 'contextd_recall';
+/** A handle as summaries quote it. */
+export const QUOTED_HANDLE_RE = /\[contextd recall (h_[0-9a-f]{16})\]/;
+/** Call ids of the server's recall calls (`toolu_recall_3`, `call_recall_3`). */
+export const RECALL_CALL_RE = /_recall_\d+$/;
 
 /** Where in the script a reply comes from. */
 export interface Cursor {
@@ -88,6 +101,8 @@ export interface CodingTaskOptions {
   readonly buildLines?: number;
   /** How many verbose builds run before the failing command. Default 3. */
   readonly builds?: number;
+  /** See {@link Script.recallOnce}. Default false. */
+  readonly recallOnce?: boolean;
 }
 
 /**
@@ -113,6 +128,7 @@ export function codingTask(opts: CodingTaskOptions = {}): Script {
     ],
     summary: 'Summary: the user asked to fix the calculator so the tests pass. The operator in src/calc.txt was changed from minus to plus and the tests pass.',
     sideReply: 'ok',
+    ...(opts.recallOnce ? { recallOnce: true } : {}),
   };
 }
 

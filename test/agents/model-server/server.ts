@@ -16,7 +16,7 @@ import {
 } from './anthropic.js';
 import { countTokens, requestInputTokens, textOf, type ConversationEnd } from './conversation.js';
 import { responsesConversationEnd, responsesError, responsesOutput, responsesPairingError, responsesSse, responsesToolNames } from './openai.js';
-import { COMPACTION_REQUEST_RE, CONTINUATION_RE, cursorOfCallId, nextCursor, stepAt, turnForPrompt, type Cursor, type Script, type Step } from './script.js';
+import { COMPACTION_REQUEST_RE, CONTINUATION_RE, QUOTED_HANDLE_RE, RECALL_CALL_RE, RECALL_TOOL, cursorOfCallId, nextCursor, stepAt, turnForPrompt, type Cursor, type Script, type Step } from './script.js';
 
 type Json = Record<string, unknown>;
 
@@ -43,6 +43,8 @@ export interface RecordedRequest {
   readonly error?: string;
   /** The input size reported back as usage. */
   readonly inputTokens?: number;
+  /** The handle of a `contextd_recall` call the server answered this request with (`Script.recallOnce`). */
+  readonly recalled?: string;
 }
 
 export interface ModelServerOptions {
@@ -117,10 +119,23 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     }
   };
 
+  let recallIssued = false;
+  /** The handle to recall now (Script.recallOnce): once, when a summary is quoted and the tool offered. */
+  const recallNow = (body: Json, tools: readonly string[]): string | undefined => {
+    if (!script.recallOnce || recallIssued || !tools.includes(RECALL_TOOL)) return undefined;
+    const handle = QUOTED_HANDLE_RE.exec(JSON.stringify(body))?.[1];
+    if (handle) recallIssued = true;
+    return handle;
+  };
+
   /** The step a main request gets, or undefined when the script has nothing more to say. */
   const pick = (api: ApiName, end: ConversationEnd): { cursor: Cursor; step: Step } | undefined => {
     let cursor: Cursor | undefined;
-    if (end.kind === 'tool-result') {
+    if (end.kind === 'tool-result' && RECALL_CALL_RE.test(end.callId)) {
+      // the answer to a recall: go on after the last step served
+      const last = lastServed[api];
+      cursor = last ? nextCursor(script, last) : undefined;
+    } else if (end.kind === 'tool-result') {
       const issued = cursorOfCallId(end.callId);
       cursor = issued ? nextCursor(script, issued) : undefined;
     } else if (end.kind === 'prompt' && !CONTINUATION_RE.test(end.text)) {
@@ -155,6 +170,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     let kind: RequestKind;
     let content: Json[];
     let cursor: Cursor | undefined;
+    let recalled: string | undefined;
     if (end.kind !== 'none' && COMPACTION_REQUEST_RE.test(end.text)) {
       kind = 'compaction';
       content = [{ type: 'text', text: script.summary }];
@@ -163,12 +179,16 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
       content = [{ type: 'text', text: script.sideReply ?? 'ok' }];
     } else {
       kind = 'main';
-      const picked = pick('anthropic', end);
-      cursor = picked?.cursor;
-      content = picked ? anthropicBlocks(picked.step, picked.cursor, n++, opts.workspace) : [{ type: 'text', text: 'Nothing more to do.' }];
+      recalled = recallNow(body, tools);
+      if (recalled) content = [{ type: 'text', text: 'Recalling the originals of a summary.' }, { type: 'tool_use', id: `toolu_recall_${n++}`, name: RECALL_TOOL, input: { handle: recalled } }];
+      else {
+        const picked = pick('anthropic', end);
+        cursor = picked?.cursor;
+        content = picked ? anthropicBlocks(picked.step, picked.cursor, n++, opts.workspace) : [{ type: 'text', text: 'Nothing more to do.' }];
+      }
     }
     const message = anthropicMessage(`msg_ctxd_${n++}`, String(body['model'] ?? 'scripted'), content, inputTokens, countTokens(textOf(content)) + 1);
-    record({ ...base, kind, status: 200, inputTokens, ...(cursor ? { cursor } : {}) });
+    record({ ...base, kind, status: 200, inputTokens, ...(cursor ? { cursor } : {}), ...(recalled ? { recalled } : {}) });
     if (body['stream'] === true) sendSse(res, anthropicSse(message));
     else sendJson(res, 200, message);
   };
@@ -187,6 +207,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     let kind: RequestKind;
     let output: Json[];
     let cursor: Cursor | undefined;
+    let recalled: string | undefined;
     if (end.kind !== 'none' && COMPACTION_REQUEST_RE.test(end.text)) {
       kind = 'compaction';
       output = responsesOutput({ text: script.summary }, { turn: 0, step: 0 }, n++, tools);
@@ -195,11 +216,15 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
       output = responsesOutput({ text: script.sideReply ?? 'ok' }, { turn: 0, step: 0 }, n++, tools);
     } else {
       kind = 'main';
-      const picked = pick('openai', end);
-      cursor = picked?.cursor;
-      output = responsesOutput(picked?.step ?? { text: 'Nothing more to do.' }, picked?.cursor ?? { turn: 0, step: 0 }, n++, tools);
+      recalled = recallNow(body, tools);
+      if (recalled) output = [{ id: `fc_${n}`, status: 'completed', type: 'function_call', name: RECALL_TOOL, arguments: JSON.stringify({ handle: recalled }), call_id: `call_recall_${n++}` }];
+      else {
+        const picked = pick('openai', end);
+        cursor = picked?.cursor;
+        output = responsesOutput(picked?.step ?? { text: 'Nothing more to do.' }, picked?.cursor ?? { turn: 0, step: 0 }, n++, tools);
+      }
     }
-    record({ ...base, kind, status: 200, inputTokens, ...(cursor ? { cursor } : {}) });
+    record({ ...base, kind, status: 200, inputTokens, ...(cursor ? { cursor } : {}), ...(recalled ? { recalled } : {}) });
     sendSse(res, responsesSse(`resp_ctxd_${n++}`, String(body['model'] ?? 'scripted'), output, inputTokens, countTokens(textOf(output)) + 1));
   };
 

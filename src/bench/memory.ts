@@ -1,0 +1,85 @@
+/**
+ * Heap cost of live session models: sessions built from generated transcripts through the real
+ * decoder (as the daemon reads them), held, and measured as the heap growth after a full
+ * garbage collection — per session and per token, beside the bytes of the text itself.
+ * Not a wall-clock figure: it does not move with machine load.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { demoTranscript } from '../demo/transcript.js';
+import { TranscriptDecoder } from '../ingest/decoder.js';
+import { SessionModel } from '../model/index.js';
+import { createTokenCounter } from '../model/tokens.js';
+import { planCompaction, SummaryCache } from '../compact/index.js';
+import { round } from './harness.js';
+
+export interface MemoryBenchOptions {
+  /** Sessions held at once (default 4). */
+  readonly sessions?: number;
+  /** Demo transcript rounds per session; 110 gives ~264k tokens (default). */
+  readonly rounds?: number;
+  /** Also make one plan per session (fills the planner's caches) before measuring. */
+  readonly plan?: boolean;
+  /** Context window of planned sessions (default 200k; a 264k-token session then needs edits). */
+  readonly planBudgetTokens?: number;
+}
+
+/** A full collection, reachable without starting node with --expose-gc. */
+function collector(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+/** The JSONL of a generated session; every line its own text (as in the latency bench's RSS run). */
+export function generatedTranscript(session: number, rounds: number): Buffer {
+  const lines = demoTranscript({ rounds }).map((l, n) => JSON.stringify({ ...l, content: `${l.content}\n[session ${session}, line ${n}]` }));
+  return Buffer.from(lines.join('\n') + '\n');
+}
+
+/** Heap growth of `sessions` live models, per session and per token. */
+export async function benchMemory(options: MemoryBenchOptions = {}): Promise<Record<string, unknown>> {
+  const sessions = options.sessions ?? 4;
+  const rounds = options.rounds ?? 110;
+  const gc = collector();
+  const counter = createTokenCounter();
+  const heap = (): number => {
+    gc();
+    gc();
+    const m = process.memoryUsage();
+    return m.heapUsed + m.arrayBuffers;
+  };
+  const build = async (i: number): Promise<{ model: SessionModel; cache?: SummaryCache }> => {
+    const model = new SessionModel({ sessionId: `mem-${i}`, tokenCounter: counter, budgetTokens: options.plan ? (options.planBudgetTokens ?? 200_000) : 1_000_000 });
+    model.applyAll(new TranscriptDecoder().push(generatedTranscript(i, rounds)));
+    model.sections();
+    if (!options.plan) return { model };
+    const cache = new SummaryCache();
+    await planCompaction(model, { mode: 'reserve', tokenCounter: counter, cache });
+    return { model, cache };
+  };
+  // Warm up code paths (compiled code lives on the heap too) outside the measure.
+  await build(-1);
+  const before = heap();
+  const held: { model: SessionModel; cache?: SummaryCache }[] = [];
+  for (let i = 0; i < sessions; i++) held.push(await build(i));
+  const after = heap();
+  const models = held.map((h) => h.model);
+  let textBytes = 0;
+  for (const m of models[0]?.messages() ?? []) {
+    textBytes += m.text.length + (m.reasoning?.length ?? 0);
+    for (const c of m.toolCalls ?? []) textBytes += c.name.length + c.arguments.length;
+  }
+  const tokens = models[0]?.tokens() ?? 0;
+  const perSession = (after - before) / sessions;
+  return {
+    scenario: 'memory',
+    sessions,
+    tokensPerSession: tokens,
+    sectionsPerSession: models[0]?.sections().length ?? 0,
+    planned: options.plan === true,
+    heapMiBPerSession: round(perSession / 2 ** 20, 2),
+    heapBytesPerToken: round(perSession / Math.max(1, tokens), 2),
+    textMiBPerSession: round(textBytes / 2 ** 20, 2),
+    textBytesPerToken: round(textBytes / Math.max(1, tokens), 2),
+  };
+}

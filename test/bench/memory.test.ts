@@ -1,0 +1,23 @@
+/**
+ * Memory regression check for live session models (issue 14). Not a wall-clock test: it
+ * measures the heap a held session costs after full collections (bench/memory.ts), per
+ * token of the session, with bounds between today's figure and the one before the compact
+ * representation (interned terms, hashed line sets, shared term sets): model alone 12.2 B/token
+ * before, 9.8 after; with one plan's caches 30.6 before, 19.7 after (74k-token sessions).
+ */
+import { describe, expect, it } from 'vitest';
+import { benchMemory } from '../../src/bench/memory.js';
+
+describe('heap held per live session', () => {
+  it('a 74k-token model costs under 11 bytes of heap per token (the text itself is 3.3)', async () => {
+    const r = await benchMemory({ sessions: 3, rounds: 30 });
+    expect(r['tokensPerSession']).toBeGreaterThan(70_000);
+    expect(r['heapBytesPerToken']).toBeGreaterThan(r['textBytesPerToken'] as number);
+    expect(r['heapBytesPerToken']).toBeLessThan(11);
+  }, 60_000);
+
+  it('with the planner caches of one plan, under 24 bytes per token', async () => {
+    const r = await benchMemory({ sessions: 3, rounds: 30, plan: true, planBudgetTokens: 50_000 });
+    expect(r['heapBytesPerToken']).toBeLessThan(24);
+  }, 60_000);
+});
