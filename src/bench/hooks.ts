@@ -1,14 +1,23 @@
 /**
- * Hook latency: wall time of `contextd hook claude-code` as an agent runs it (a fresh process,
- * one UserPromptSubmit event on stdin, first prompt of a session), with the daemon up and down.
+ * Hook latency: wall time of `contextd hook claude-code|codex` as an agent runs it (a fresh
+ * process, one UserPromptSubmit event on stdin, first prompt of a session): with the daemon
+ * down before any state exists, down with a template store (the hook reads it itself), and up.
  * A bare `node -e 0` is measured alongside: the part of the figure that is Node's own start-up.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { harvestFiles } from '../harvest/index.js';
+import { createTokenCounter } from '../model/tokens.js';
+import { openDb } from '../store/db.js';
+import { stateDbPath } from '../store/paths.js';
+import { TemplateStore } from '../store/templates.js';
+import { seededRandom } from '../util/random.js';
+import { silentLogger } from '../util/logger.js';
 import { nowMs, startDaemonProcess, summarize } from './harness.js';
+import { syntheticSession } from './warm.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/contextd.js', import.meta.url));
 
@@ -24,10 +33,31 @@ function timeOnce(args: readonly string[], input: string): Promise<{ ms: number;
   });
 }
 
-async function series(n: number, args: readonly string[], input: string): Promise<ReturnType<typeof summarize>> {
+/** `n` timed runs; `answered` counts the runs that printed a hook answer (a warm bootstrap). */
+async function series(n: number, args: readonly string[], input: string): Promise<ReturnType<typeof summarize> & { answered: number }> {
   const samples: number[] = [];
-  for (let i = 0; i < n; i++) samples.push((await timeOnce(args, input)).ms);
-  return summarize(samples);
+  let answered = 0;
+  for (let i = 0; i < n; i++) {
+    const r = await timeOnce(args, input);
+    samples.push(r.ms);
+    if (r.stdout.includes('additionalContext')) answered++;
+  }
+  return { ...summarize(samples), answered };
+}
+
+/** Harvest `n` synthetic sessions into the state dir's template store. */
+async function seedTemplates(state: string, dir: string, n: number): Promise<number> {
+  const sessions = join(dir, 'harvest');
+  mkdirSync(sessions, { recursive: true });
+  const r = seededRandom(7);
+  for (let i = 0; i < n; i++) writeFileSync(join(sessions, `s-${i}.jsonl`), syntheticSession(r, i));
+  const db = openDb(stateDbPath(state));
+  try {
+    const run = await harvestFiles([sessions], { store: new TemplateStore(db), tokenCounter: createTokenCounter(), logger: silentLogger() });
+    return run.harvested;
+  } finally {
+    db.close();
+  }
 }
 
 export async function benchHooks(opts: { runs?: number } = {}): Promise<Record<string, unknown>> {
@@ -36,18 +66,23 @@ export async function benchHooks(opts: { runs?: number } = {}): Promise<Record<s
   try {
     const state = join(dir, 'state');
     const socket = join(dir, 'd.sock');
-    const event = JSON.stringify({ hook_event_name: 'UserPromptSubmit', session_id: 'bench', prompt: 'fix the failing build in src/parser.ts', cwd: dir });
-    const hookArgs = [BIN, 'hook', 'claude-code', '--state', state, '--socket', socket];
+    // A task the synthetic sessions cover, so the bootstrap has templates to render.
+    const event = JSON.stringify({ hook_event_name: 'UserPromptSubmit', session_id: 'bench', prompt: 'fix the failing test in the parser of acme/api', cwd: dir });
+    const hookArgs = (agent: string): string[] => [BIN, 'hook', agent, '--state', state, '--socket', socket];
     const nodeBaseline = await series(runs, ['-e', '0'], '');
-    const daemonDown = await series(runs, hookArgs, event);
+    const daemonDown = await series(runs, hookArgs('claude-code'), event);
+    const templates = await seedTemplates(state, dir, 40);
+    const daemonDownWithTemplates = await series(runs, hookArgs('claude-code'), event);
     const daemon = await startDaemonProcess(['--watch', join(dir, 'none'), '--state', state, '--socket', socket]);
     let daemonUp;
+    let codexDaemonUp;
     try {
-      daemonUp = await series(runs, hookArgs, event);
+      daemonUp = await series(runs, hookArgs('claude-code'), event);
+      codexDaemonUp = await series(runs, hookArgs('codex'), event);
     } finally {
       await daemon.stop();
     }
-    return { scenario: 'hooks', unit: 'ms (process wall time)', runs, nodeBaseline, daemonDown, daemonUp };
+    return { scenario: 'hooks', unit: 'ms (process wall time)', runs, templates, nodeBaseline, daemonDown, daemonDownWithTemplates, daemonUp, codexDaemonUp };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -22,6 +22,7 @@ import { SessionModel } from '../model/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { Archive, MIGRATIONS, migrate, openDb } from '../store/index.js';
 import { compactWithStrategy, planCompaction, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
+import { cellKey, cellRows, countProbe, countRun, emptyCell, ratio, type Cell } from './tally.js';
 
 /** The README's stop words: answer words that do not count. */
 const STOP = new Set(
@@ -141,21 +142,12 @@ async function archivePlan(archive: Archive, model: SessionModel, sessionId: str
   );
 }
 
-interface Tally {
-  kept: Record<number, number>;
-  total: Record<number, number>;
-  overBudget: number;
-  tokensBefore: number;
-  tokensAfter: number;
+interface Tally extends Cell {
   lost: number;
   found: number;
   /** Lost QAs whose best hit alone makes them answerable. */
   foundFirst: number;
   edits: number;
-}
-
-function ratio(a: number, b: number): number | null {
-  return b ? Math.round((a / b) * 1000) / 1000 : null;
 }
 
 /** The LoCoMo table: answerable share per strategy × budget × QA category. */
@@ -191,16 +183,15 @@ async function measure(o: LocomoOptions, archives: ReadonlyMap<number, Archive>)
         const res = await compactWithStrategy(model, { strategy, budgetTokens: Math.floor(tokens * share), reserveRatio: 0, tokenCounter: counter });
         const within = res.tokensAfter <= res.budget;
         const sets = within ? res.messages.map((m) => wordSet(m.content)) : [];
-        const key = `${strategy}@${share}`;
-        const t = tallies.get(key) ?? { kept: {}, total: {}, overBudget: 0, tokensBefore: 0, tokensAfter: 0, lost: 0, found: 0, foundFirst: 0, edits: 0 };
+        const key = cellKey(strategy, share);
+        const t = tallies.get(key) ?? { ...emptyCell(), lost: 0, found: 0, foundFirst: 0, edits: 0 };
         let kept = 0;
         const lost: (typeof s.qa)[number][] = [];
         for (const q of s.qa) {
-          t.total[q.category] = (t.total[q.category] ?? 0) + 1;
-          if (answerable(q.words, sets)) {
-            t.kept[q.category] = (t.kept[q.category] ?? 0) + 1;
-            kept++;
-          } else lost.push(q);
+          const ok = answerable(q.words, sets);
+          countProbe(t, q.category, ok);
+          if (ok) kept++;
+          else lost.push(q);
         }
         const archive = archives.get(share);
         if (archive && strategy === 'contextd' && within) {
@@ -214,37 +205,25 @@ async function measure(o: LocomoOptions, archives: ReadonlyMap<number, Archive>)
             if (answers[0] === true) t.foundFirst++;
           }
         }
-        t.overBudget += within ? 0 : 1;
+        countRun(t, res);
         t.edits += res.edits.length;
-        t.tokensBefore += res.tokensBefore;
-        t.tokensAfter += res.tokensAfter;
         tallies.set(key, t);
         row[key] = ratio(kept, s.qa.length);
       }
     }
     perConversation.push(row);
   }
-  const table: Record<string, unknown>[] = [];
-  for (const share of LOCOMO_BUDGETS) {
-    for (const strategy of strategies) {
-      const t = tallies.get(`${strategy}@${share}`);
-      if (!t) continue;
-      const byCat: Record<string, number | null> = {};
-      for (const c of LOCOMO_CATEGORIES) byCat[CATEGORY_NAME[c] ?? String(c)] = ratio(t.kept[c] ?? 0, t.total[c] ?? 0);
-      const kept = Object.values(t.kept).reduce((a, b) => a + b, 0);
-      const total = Object.values(t.total).reduce((a, b) => a + b, 0);
-      table.push({
-        strategy,
-        budget: share,
-        answerable: ratio(kept, total),
-        ...byCat,
-        tokensKept: ratio(t.tokensAfter, t.tokensBefore),
-        overBudget: t.overBudget,
-        edits: t.edits,
-        // search recall is per archived edit (a hit is one edit's originals): read it with `edits`
-        ...(archives.size > 0 && strategy === 'contextd' ? { lostQa: t.lost, searchFound: t.found, searchRecall: ratio(t.found, t.lost), searchRecallTop1: ratio(t.foundFirst, t.lost) } : {}),
-      });
-    }
-  }
+  const rows = cellRows(tallies, LOCOMO_BUDGETS, strategies, LOCOMO_CATEGORIES, { name: (c) => CATEGORY_NAME[Number(c)] ?? String(c) });
+  const table = rows.map(({ strategy, budget, kept, byCategory, cell: t }) => ({
+    strategy,
+    budget,
+    answerable: kept,
+    ...byCategory,
+    tokensKept: ratio(t.tokensAfter, t.tokensBefore),
+    overBudget: t.overBudget,
+    edits: t.edits,
+    // search recall is per archived edit (a hit is one edit's originals): read it with `edits`
+    ...(archives.size > 0 && strategy === 'contextd' ? { lostQa: t.lost, searchFound: t.found, searchRecall: ratio(t.found, t.lost), searchRecallTop1: ratio(t.foundFirst, t.lost) } : {}),
+  }));
   return { conversations: sessions.length, qa: sessions.reduce((n, s) => n + s.qa.length, 0), table, perConversation, elapsedMs: Date.now() - started };
 }

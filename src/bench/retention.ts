@@ -41,6 +41,7 @@ import { extractConfigValues, extractErrorLines, sentences } from '../text/index
 import { toolAction } from '../model/toolargs.js';
 import { Archive, openDb } from '../store/index.js';
 import { quotedHandles, STATE_PROBES, stateProbeKept, stateProbes, summariesNamingIds } from './state-probes.js';
+import { cellKey, cellRows, countProbe, countRun, emptyCell, ratio, type Cell } from './tally.js';
 
 export const PROBE_CATEGORIES = ['instruction', 'goal', 'decision', 'error', 'path', 'fact'] as const;
 export type ProbeCategory = (typeof PROBE_CATEGORIES)[number];
@@ -232,19 +233,6 @@ export function generateSession(seed: number, turns = 40): GeneratedSession {
 
 // ------------------------------------------------------------ the bench
 
-interface Cell {
-  kept: Record<string, number>;
-  total: Record<string, number>;
-  tokensBefore: number;
-  tokensAfter: number;
-  overBudget: number;
-  runs: number;
-}
-
-function emptyCell(): Cell {
-  return { kept: {}, total: {}, tokensBefore: 0, tokensAfter: 0, overBudget: 0, runs: 0 };
-}
-
 /** State-probe results of one strategy × budget over the real sessions. */
 interface StateCell {
   kept: Record<string, number>;
@@ -321,25 +309,20 @@ export async function benchRetention(opts: RetentionOptions): Promise<Record<str
         for (const strategy of strategies) {
           const res = await compactWithStrategy(model, { strategy, budgetTokens: Math.ceil(tokens * share), reserveRatio: 0, tokenCounter: counter });
           const hay = contextText(res.messages);
-          const cell = cells.get(`${strategy}@${share}`) ?? emptyCell();
+          const key = cellKey(strategy, share);
+          const cell = cells.get(key) ?? emptyCell();
           let kept = 0;
           for (const p of probes) {
             const k = hay.includes(normalizeProbe(p.text));
-            cell.total[p.category] = (cell.total[p.category] ?? 0) + 1;
-            if (k) {
-              cell.kept[p.category] = (cell.kept[p.category] ?? 0) + 1;
-              kept++;
-            }
+            countProbe(cell, p.category, k);
+            if (k) kept++;
           }
-          cell.tokensBefore += res.tokensBefore;
-          cell.tokensAfter += res.tokensAfter;
-          cell.overBudget += res.tokensAfter > res.budget ? 1 : 0;
-          cell.runs++;
-          cells.set(`${strategy}@${share}`, cell);
-          row[`${strategy}@${share}`] = Math.round((kept / probes.length) * 1000) / 1000;
+          countRun(cell, res);
+          cells.set(key, cell);
+          row[key] = ratio(kept, probes.length);
           if (s.probes) continue;
           // real sessions: state probes, internal ids, and handles checked against a real archive
-          const sc = stateCells.get(`${strategy}@${share}`) ?? { kept: {}, total: {}, summariesNamingIds: 0, handles: 0, unresolvedHandles: 0 };
+          const sc = stateCells.get(key) ?? { kept: {}, total: {}, summariesNamingIds: 0, handles: 0, unresolvedHandles: 0 };
           const lost: string[] = [];
           for (const p of state) {
             sc.total[p.kind] = (sc.total[p.kind] ?? 0) + 1;
@@ -351,8 +334,8 @@ export async function benchRetention(opts: RetentionOptions): Promise<Record<str
           sc.handles += handles.length;
           sc.unresolvedHandles += handles.filter((h) => archive.get(h) === undefined).length;
           sc.summariesNamingIds += summariesNamingIds(res.messages);
-          stateCells.set(`${strategy}@${share}`, sc);
-          if (lost.length > 0) row[`stateLost:${strategy}@${share}`] = lost.join(',');
+          stateCells.set(key, sc);
+          if (lost.length > 0) row[`stateLost:${key}`] = lost.join(',');
         }
       }
       perSession.push(row);
@@ -364,37 +347,22 @@ export async function benchRetention(opts: RetentionOptions): Promise<Record<str
   const stateTable: Record<string, unknown>[] = [];
   for (const share of BUDGET_SHARES) {
     for (const strategy of strategies) {
-      const c = stateCells.get(`${strategy}@${share}`);
+      const c = stateCells.get(cellKey(strategy, share));
       if (!c) continue;
       const byKind: Record<string, string> = {};
       for (const k of STATE_PROBES) byKind[k] = `${c.kept[k] ?? 0}/${c.total[k] ?? 0}`;
       stateTable.push({ strategy, budget: share, ...byKind, summariesNamingIds: c.summariesNamingIds, handles: c.handles, unresolvedHandles: c.unresolvedHandles });
     }
   }
-  const table: Record<string, unknown>[] = [];
-  for (const share of BUDGET_SHARES) {
-    for (const strategy of strategies) {
-      const c = cells.get(`${strategy}@${share}`) ?? emptyCell();
-      const byCat: Record<string, number | null> = {};
-      let k = 0;
-      let t = 0;
-      for (const cat of PROBE_CATEGORIES) {
-        const tot = c.total[cat] ?? 0;
-        byCat[cat] = tot ? Math.round(((c.kept[cat] ?? 0) / tot) * 1000) / 1000 : null;
-        k += c.kept[cat] ?? 0;
-        t += tot;
-      }
-      table.push({
-        strategy,
-        budget: share,
-        all: t ? Math.round((k / t) * 1000) / 1000 : null,
-        ...byCat,
-        tokensSaved: c.tokensBefore ? Math.round((1 - c.tokensAfter / c.tokensBefore) * 1000) / 1000 : 0,
-        overBudget: c.overBudget,
-        sessions: c.runs,
-      });
-    }
-  }
+  const table = cellRows(cells, BUDGET_SHARES, strategies, PROBE_CATEGORIES, { missing: emptyCell }).map(({ strategy, budget, kept, byCategory, cell: c }) => ({
+    strategy,
+    budget,
+    all: kept,
+    ...byCategory,
+    tokensSaved: c.tokensBefore ? Math.round((1 - c.tokensAfter / c.tokensBefore) * 1000) / 1000 : 0,
+    overBudget: c.overBudget,
+    sessions: c.runs,
+  }));
   const locomo = await locomoPart(opts, counter);
   const timing = opts.timing === false ? undefined : await planTiming(counter);
   return { bench: 'retention', sessions: perSession.length, skipped, table, stateProbes: stateTable, perSession, locomo, timing, elapsedMs: Date.now() - started };

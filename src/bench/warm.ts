@@ -13,6 +13,7 @@ import { openDb, type Db } from '../store/db.js';
 import { TemplateStore, type Template } from '../store/templates.js';
 import { silentLogger } from '../util/logger.js';
 import { bootstrap, renderBootstrap } from '../warm/index.js';
+import { percentile, round } from './harness.js';
 
 export interface BenchWarmOptions {
   readonly corpusDir: string;
@@ -31,12 +32,6 @@ function pick<T>(r: () => number, xs: readonly T[]): T {
   return xs[Math.floor(r() * xs.length)] as T;
 }
 
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
-}
-
-const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 
 const REPOS = ['acme/api', 'acme/web', 'acme/cli', 'data/etl', 'data/warehouse', 'ml/trainer', 'infra/terraform', 'docs/site'];
 const COMPONENTS = ['parser', 'router', 'auth middleware', 'cache layer', 'billing job', 'csv importer', 'search index', 'rate limiter', 'config loader', 'websocket server'];

@@ -18,7 +18,6 @@ import { PENDING_DIR } from '../integrations/hook-settings.js';
 import { AGENTS, answerHook, type AgentName } from '../integrations/answer.js';
 import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/hooks.js';
 import { resolveStateDir, stateDbPath } from '../store/paths.js';
-import { silentLogger } from '../util/logger.js';
 
 export interface HookFlags {
   readonly socket?: string;
@@ -29,6 +28,14 @@ export interface HookFlags {
 
 export const DEFAULT_HOOK_TIMEOUT_MS = 150;
 const WATCHDOG_MS = 5_000;
+/**
+ * Counts UTF-8 bytes, an upper bound on tokens under any byte-level BPE: the daemon-down
+ * bootstrap fits its budget without building a tiktoken encoder, which alone takes longer
+ * than a hook may (several hundred ms). The bootstrap comes out smaller than the daemon's.
+ */
+const BYTE_BOUND_COUNTER = { encoding: 'utf8-bytes', count: (text: string): number => Buffer.byteLength(text, 'utf8') };
+/** The transport's debug sink: pino stays out of the hook's start-up (notes go to hooks.log). */
+const NO_DEBUG = { debug: (): void => undefined };
 
 /** Parse `hook AGENT [flags]` argv (after `hook`); undefined when it is not usable. */
 export function parseHookArgs(argv: readonly string[]): { agent: AgentName; flags: HookFlags } | undefined {
@@ -71,7 +78,7 @@ async function callOnce(socketPath: string, timeoutMs: number, method: string, p
   let transport: ClientTransport | undefined;
   try {
     const socket = await Promise.race([connectSocket(socketPath), deadline]);
-    transport = new ClientTransport(socket, { maxLineBytes: 8 * 1024 * 1024, requestTimeoutMs: timeoutMs, socketPath }, { onNotification: () => undefined, onError: () => undefined, onClose: () => undefined }, silentLogger());
+    transport = new ClientTransport(socket, { maxLineBytes: 8 * 1024 * 1024, requestTimeoutMs: timeoutMs, socketPath }, { onNotification: () => undefined, onError: () => undefined, onClose: () => undefined }, NO_DEBUG);
     return await Promise.race([transport.call(method, params), deadline]);
   } finally {
     clearTimeout(timer);
@@ -94,15 +101,11 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
     async localBootstrap(task, repo, budgetTokens): Promise<BootstrapAnswer | undefined> {
       const dbPath = stateDbPath(stateDir);
       if (!existsSync(dbPath)) return undefined;
-      const [{ openDb }, { TemplateStore }, { bootstrap }, { createTokenCounter }] = await Promise.all([
-        import('../store/db.js'),
-        import('../store/templates.js'),
-        import('../warm/bootstrap.js'),
-        import('../model/tokens.js'),
-      ]);
+      const [{ openDb }, { TemplateStore }, { bootstrap }] = await Promise.all([import('../store/db.js'), import('../store/templates.js'), import('../warm/bootstrap.js')]);
       const db = openDb(dbPath, { readonly: true });
       try {
-        return bootstrap({ task, repo, budgetTokens }, { store: new TemplateStore(db), tokenCounter: createTokenCounter() });
+        const answer = bootstrap({ task, repo, budgetTokens }, { store: new TemplateStore(db), tokenCounter: BYTE_BOUND_COUNTER });
+        return { ...answer, tokensAtMost: true };
       } finally {
         db.close();
       }

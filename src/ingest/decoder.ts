@@ -13,7 +13,9 @@ import { ContextdError, ErrorCode, fileError } from '../util/errors.js';
 import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js';
 import type { TranscriptEvent } from '../model/messages.js';
 import { createAdapter, detectFormat } from './detect.js';
-import { sessionIdFor } from './session-id.js';
+
+// Re-exported where the offline commands have always found it; it lives beside sessionIdFor.
+export { sessionIdForFile } from './session-id.js';
 
 export const DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024;
 /** Object lines kept while the format is still unknown (replayed once it is detected). */
@@ -211,13 +213,4 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
     throw new ContextdError(ErrorCode.FORMAT_UNKNOWN, `transcript format not recognized in ${path}`, { path, bytes, ...c });
   }
   return { format: decoder.format, events, counts: { ...c }, bytes };
-}
-
-/**
- * The session id of a transcript file read on its own (offline commands): the agent's own id
- * when the file name carries it, else the file name without `.jsonl`. The daemon, which knows
- * the watch root, uses `sessionIdFor` (session-id.ts) so that ids are unique per path.
- */
-export function sessionIdForFile(path: string): string {
-  return sessionIdFor(path, path);
 }

@@ -35,3 +35,12 @@ export function pathSessionId(file: string, root: string): string {
 export function sessionIdFor(file: string, root: string): string {
   return agentSessionId(file) ?? pathSessionId(file, root);
 }
+
+/**
+ * The session id of a transcript file read on its own (offline commands): the agent's own id
+ * when the file name carries it, else the file name without `.jsonl`. The daemon, which knows
+ * the watch root, uses {@link sessionIdFor} so that ids are unique per path.
+ */
+export function sessionIdForFile(path: string): string {
+  return sessionIdFor(path, path);
+}

@@ -4,6 +4,7 @@
  * add context; other events get no output.
  */
 import type { HookEvent } from './hook-event.js';
+import { sessionIdForFile } from '../ingest/session-id.js';
 import { bootstrapContext, compactionRecovery, endSession, recordCompaction, type HookDeps } from './hooks.js';
 
 export const AGENTS = ['claude-code', 'codex'] as const;
@@ -19,10 +20,8 @@ function withContext(eventName: string, text: string | undefined): HookAnswer | 
 }
 
 /** The session id the daemon gives this agent's transcript (its file name). */
-async function daemonSessionId(event: HookEvent): Promise<string> {
-  if (!event.transcriptPath) return event.sessionId;
-  const { sessionIdForFile } = await import('../ingest/decoder.js');
-  return sessionIdForFile(event.transcriptPath);
+function daemonSessionId(event: HookEvent): string {
+  return event.transcriptPath ? sessionIdForFile(event.transcriptPath) : event.sessionId;
 }
 
 /** Answer one hook event; undefined means "print nothing". */
@@ -44,7 +43,7 @@ export async function answerHook(event: HookEvent, deps: HookDeps): Promise<Hook
       await recordCompaction(event, deps);
       return undefined;
     case 'SessionEnd':
-      await endSession(event, await daemonSessionId(event), deps);
+      await endSession(event, daemonSessionId(event), deps);
       return undefined;
     default:
       deps.note('hook event not handled', { event: event.hookEventName });

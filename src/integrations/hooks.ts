@@ -5,7 +5,7 @@
  * (the socket, the template store when the daemon is down, the archive), so this file never
  * opens a socket or a database itself.
  */
-import { readFileSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import type { TranscriptFile } from '../ingest/decoder.js';
 import type { Message } from '../model/messages.js';
 import type { HookEvent } from './hook-event.js';
@@ -22,6 +22,8 @@ export interface BootstrapAnswer {
   readonly messages: readonly { readonly role: string; readonly content: string }[];
   readonly tokens: number;
   readonly templateIds?: readonly string[];
+  /** `tokens` is an upper bound, not a count (the daemon-down path bounds tokens by bytes). */
+  readonly tokensAtMost?: boolean;
 }
 
 /** Originals of an agent's own compaction, to be archived under a recall handle. */
@@ -58,8 +60,38 @@ const ASSISTANT_MARKERS = ['"type":"assistant"', '"role":"assistant"'];
  */
 export function isFirstPrompt(transcriptPath: string | undefined): boolean {
   if (!transcriptPath || !existsSync(transcriptPath)) return true;
-  const text = readFileSync(transcriptPath, 'utf8');
-  return !ASSISTANT_MARKERS.some((m) => text.includes(m));
+  return !fileContainsAny(transcriptPath, ASSISTANT_MARKERS);
+}
+
+const SCAN_CHUNK_BYTES = 64 * 1024;
+
+/**
+ * Whether the file holds any of `needles` (ASCII), read in chunks from the start and stopped
+ * at the first hit: this runs on every prompt, and a long session's first model turn is near
+ * the top of a transcript that may be many megabytes.
+ */
+function fileContainsAny(path: string, needles: readonly string[]): boolean {
+  const overlap = Math.max(...needles.map((n) => n.length)) - 1;
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(SCAN_CHUNK_BYTES + overlap);
+    let kept = 0;
+    let position = 0;
+    for (;;) {
+      const n = readSync(fd, buf, kept, SCAN_CHUNK_BYTES, position);
+      if (n === 0) return false;
+      position += n;
+      const total = kept + n;
+      const view = buf.subarray(0, total);
+      if (needles.some((m) => view.includes(m))) return true;
+      // Keep the tail, so a needle split across two reads is still found.
+      const keep = Math.min(overlap, total);
+      buf.copy(buf, 0, total - keep, total);
+      kept = keep;
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function isBootstrap(v: unknown): v is BootstrapAnswer {
@@ -81,7 +113,7 @@ export async function bootstrapContext(event: HookEvent, deps: HookDeps): Promis
   if (!answer || answer.messages.length === 0) return undefined;
   const body = answer.messages.map((m) => m.content.trim()).filter((c) => c.length > 0);
   if (body.length === 0) return undefined;
-  return [`contextd warm start: what earlier sessions on similar tasks learned (${answer.tokens} tokens).`, ...body].join('\n\n');
+  return [`contextd warm start: what earlier sessions on similar tasks learned (${answer.tokensAtMost ? 'at most ' : ''}${answer.tokens} tokens).`, ...body].join('\n\n');
 }
 
 /** Messages before the agent's last compaction boundary, its summary, and the live context. */

@@ -56,7 +56,8 @@ export class ClientTransport {
     private readonly socket: net.Socket,
     private readonly opts: { readonly maxLineBytes: number; readonly requestTimeoutMs: number; readonly socketPath: string },
     private readonly hooks: TransportHooks,
-    private readonly log: Logger,
+    // Only `debug` is used: a caller that must not load pino (the hook) passes a bare sink.
+    private readonly log: Pick<Logger, 'debug'>,
   ) {
     const framer = new LineFramer({ maxLineBytes: opts.maxLineBytes });
     socket.on('data', (chunk: Buffer) => {

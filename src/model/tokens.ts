@@ -1,4 +1,9 @@
-import { get_encoding, type Tiktoken, type TiktokenEncoding } from 'tiktoken';
+import { createRequire } from 'node:module';
+import type { Tiktoken, TiktokenEncoding } from 'tiktoken';
+
+// tiktoken instantiates its WASM when loaded: required on first count, so a module that only
+// needs the constants below (a hook's daemon-down bootstrap) does not pay for it.
+const requireTiktoken = (): typeof import('tiktoken') => createRequire(import.meta.url)('tiktoken') as typeof import('tiktoken');
 
 /** Counts tokens of text. Implementations must be deterministic for the same input. */
 export interface TokenCounter {
@@ -20,7 +25,7 @@ const encoders = new Map<string, Tiktoken>();
 function encoderFor(encoding: EncodingName): Tiktoken {
   let enc = encoders.get(encoding);
   if (!enc) {
-    enc = get_encoding(encoding as TiktokenEncoding);
+    enc = requireTiktoken().get_encoding(encoding as TiktokenEncoding);
     encoders.set(encoding, enc);
   }
   return enc;

@@ -3,10 +3,9 @@
  * server, with the real daemon watching its HOME. These tests are the format-drift alarm for
  * Claude Code's transcripts and the proof that hooks and fork reach the model's requests.
  */
-import { sessionIdForFile } from '../../src/ingest/decoder.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { spawnDaemon, type SpawnedDaemon } from '../e2e/spawn.js';
-import { daemonTokens, lines, makeSandbox, parsedTools, runClaude, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { e2eScope, type SpawnedDaemon } from '../e2e/spawn.js';
+import { lines, makeSandbox, parsedTools, runClaude, runContextd, expectUsageTracked, transcripts, type Sandbox } from './harness.js';
 import { codingTask, startModelServer, textOf, type ModelServer } from './model-server/index.js';
 
 const TIMEOUT = 240_000;
@@ -29,25 +28,18 @@ const NON_MESSAGE_TYPES = new Set([
   'summary',
 ]);
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const scope = e2eScope();
 
 async function setup(buildLines = 100, builds = 2): Promise<{ sb: Sandbox; server: ModelServer }> {
   const sb = makeSandbox(buildLines);
   const server = await startModelServer({ script: codingTask({ builds }), workspace: sb.workspace, lifetimeMs: TIMEOUT });
-  cleanups.push(() => sb.cleanup(), () => server.close());
+  scope.defer(() => sb.cleanup());
+  scope.defer(() => server.close());
   return { sb, server };
 }
 
-async function daemonFor(sb: Sandbox): Promise<SpawnedDaemon> {
-  const d = await spawnDaemon(['--watch', `${sb.home}/.claude/projects`, '--state', sb.state, '--socket', sb.socket]);
-  cleanups.push(async () => {
-    d.proc.kill('SIGTERM');
-    await d.exited;
-  });
-  return d;
+function daemonFor(sb: Sandbox): Promise<SpawnedDaemon> {
+  return scope.daemon(['--watch', `${sb.home}/.claude/projects`, '--state', sb.state, '--socket', sb.socket]);
 }
 
 function mainTexts(server: ModelServer): string[] {
@@ -85,14 +77,7 @@ describe('Claude Code 2.1.330 against the scripted model server', () => {
       expect(daemon.logs.filter((l) => l.level === 'warn' && /unknown/i.test(l.msg)).length).toBeLessThanOrEqual(unknownTypes.size);
 
       // Tokens: the estimate before each usage report (calibrated on earlier reports) vs the report.
-      const track = await tokenTracking(file!);
-      console.log(`claude-code token tracking: ${track.reports} reports, errors ${track.errors.map((e) => (e * 100).toFixed(1) + '%').join(' ')}`);
-      expect(track.reports).toBeGreaterThanOrEqual(6);
-      expect(track.maxError).toBeLessThan(0.1);
-      const sessionId = sessionIdForFile(file!);
-      const tokens = await daemonTokens(sb.socket, sessionId, track.lastReported);
-      console.log(`claude-code daemon tokens ${tokens} vs last reported ${track.lastReported}`);
-      expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);
+      await expectUsageTracked('claude-code', sb, file!);
     },
     TIMEOUT,
   );

@@ -3,34 +3,27 @@
  * server over the Responses API, with the real daemon watching its CODEX_HOME: the
  * format-drift alarm for Codex rollouts and the proof that hooks and fork reach its requests.
  */
-import { sessionIdForFile } from '../../src/ingest/decoder.js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { spawnDaemon } from '../e2e/spawn.js';
-import { daemonTokens, lines, makeSandbox, parsedTools, runCodex, runContextd, tokenTracking, transcripts, type Sandbox } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { e2eScope } from '../e2e/spawn.js';
+import { lines, makeSandbox, parsedTools, runCodex, runContextd, expectUsageTracked, transcripts, type Sandbox } from './harness.js';
 import { codingTask, startModelServer, textOf, type ModelServer } from './model-server/index.js';
 
 const TIMEOUT = 240_000;
 /** Line types Codex 0.169 writes that carry no conversation message (counted, not parsed). */
 const NON_MESSAGE_TYPES = new Set(['token_usage_record', 'world_state', 'event_msg/item_completed', 'event_msg/thread_settings_applied', 'event_msg/task_started', 'event_msg/task_complete']);
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const scope = e2eScope();
 
 async function setup(): Promise<{ sb: Sandbox; server: ModelServer }> {
   const sb = makeSandbox(100);
   const server = await startModelServer({ script: codingTask({ builds: 2 }), workspace: sb.workspace, lifetimeMs: TIMEOUT });
-  cleanups.push(() => sb.cleanup(), () => server.close());
+  scope.defer(() => sb.cleanup());
+  scope.defer(() => server.close());
   return { sb, server };
 }
 
 async function startDaemon(sb: Sandbox): Promise<void> {
-  const d = await spawnDaemon(['--watch', `${sb.codexHome}/sessions`, '--state', sb.state, '--socket', sb.socket]);
-  cleanups.push(async () => {
-    d.proc.kill('SIGTERM');
-    await d.exited;
-  });
+  await scope.daemon(['--watch', `${sb.codexHome}/sessions`, '--state', sb.state, '--socket', sb.socket]);
 }
 
 describe('Codex CLI 0.169.0 against the scripted model server', () => {
@@ -57,14 +50,7 @@ describe('Codex CLI 0.169.0 against the scripted model server', () => {
       expect(parsed.resultIds).toEqual(outputs);
       expect([...parsed.unknownTypes].filter((x) => !NON_MESSAGE_TYPES.has(x))).toEqual([]);
 
-      const track = await tokenTracking(file!);
-      console.log(`codex token tracking: ${track.reports} reports, errors ${track.errors.map((e) => (e * 100).toFixed(1) + '%').join(' ')}`);
-      expect(track.reports).toBeGreaterThanOrEqual(6);
-      expect(track.maxError).toBeLessThan(0.1);
-      const sessionId = sessionIdForFile(file!);
-      const tokens = await daemonTokens(sb.socket, sessionId, track.lastReported);
-      console.log(`codex daemon tokens ${tokens} vs last reported ${track.lastReported}`);
-      expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);
+      await expectUsageTracked('codex', sb, file!);
     },
     TIMEOUT,
   );

@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readTranscriptFile } from '../../src/ingest/decoder.js';
+import { expect } from 'vitest';
+import { readTranscriptFile, sessionIdForFile } from '../../src/ingest/decoder.js';
 import { ContextdClient } from '../../src/ipc/client.js';
 import { SessionModel } from '../../src/model/session.js';
 import { codingWorkspaceFiles, type ModelServer } from './model-server/index.js';
@@ -63,6 +64,11 @@ export function run(cmd: string, args: readonly string[], cwd: string, env: Node
     p.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
+    });
+    // A binary that is not installed fails at once (ENOENT), not after the timeout.
+    p.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`${cmd} could not be started (${err.message}); the real agents come with \`npm ci\` (devDependencies)`));
     });
   });
 }
@@ -184,4 +190,18 @@ export async function daemonTokens(socketPath: string, sessionId: string, report
   } finally {
     await client.close();
   }
+}
+
+/**
+ * The agent's own usage reports against contextd: the calibrated estimate before each report
+ * (at least 6 reports) and the daemon's final count both within 10 % (printed for the README).
+ */
+export async function expectUsageTracked(agent: string, sb: Sandbox, file: string): Promise<void> {
+  const track = await tokenTracking(file);
+  console.log(`${agent} token tracking: ${track.reports} reports, errors ${track.errors.map((e) => (e * 100).toFixed(1) + '%').join(' ')}`);
+  expect(track.reports).toBeGreaterThanOrEqual(6);
+  expect(track.maxError).toBeLessThan(0.1);
+  const tokens = await daemonTokens(sb.socket, sessionIdForFile(file), track.lastReported);
+  console.log(`${agent} daemon tokens ${tokens} vs last reported ${track.lastReported}`);
+  expect(Math.abs(tokens - track.lastReported) / track.lastReported).toBeLessThan(0.1);
 }

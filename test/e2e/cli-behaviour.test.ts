@@ -3,32 +3,17 @@
  * the path and the cause, and checks that run before the daemon starts anything.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 // Each case spawns the CLI a few times; on a loaded 2-core machine that takes a while.
 vi.setConfig({ testTimeout: 120_000 });
 import { generateTranscript } from '../fixtures/transcripts.js';
-import { ContextdClient } from '../../src/ipc/client.js';
-import { CLI, runCli, spawnDaemon, subscribeWhenSeen, type SpawnedDaemon } from './spawn.js';
+import { CLI, e2eScope, runCli, subscribeWhenSeen } from './spawn.js';
 
-const dirs: string[] = [];
-const daemons: SpawnedDaemon[] = [];
-afterEach(async () => {
-  for (const d of daemons.splice(0)) {
-    d.proc.kill('SIGTERM');
-    await d.exited;
-  }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function temp(): string {
-  const d = mkdtempSync(join(tmpdir(), 'contextd-clib-'));
-  dirs.push(d);
-  return d;
-}
+const scope = e2eScope();
+const temp = (): string => scope.emptyDir('clib');
 
 function transcript(dir: string): string {
   const f = join(dir, 'session.jsonl');
@@ -115,20 +100,14 @@ describe('the CLI as a process', () => {
   it('warns about a watch folder that does not exist, then reads it once created (mkdir -p)', async () => {
     const d = temp();
     const later = join(d, 'later', 'deeper', 'sessions');
-    const daemon = await spawnDaemon(['--watch', later, '--socket', join(d, 's.sock'), '--state', join(d, 'state')]);
-    daemons.push(daemon);
+    const daemon = await scope.daemon(['--watch', later, '--socket', join(d, 's.sock'), '--state', join(d, 'state')]);
     expect(daemon.logs.filter((l) => l.level === 'warn' && l.msg.includes('watch path does not exist') && l['path'] === later)).toHaveLength(1);
     mkdirSync(later, { recursive: true });
     const file = join(later, 'late.jsonl');
     appendFileSync(file, generateTranscript('claude-code', { seed: 22, turns: 2 }).jsonl);
-    const client = new ContextdClient({ socketPath: join(d, 's.sock'), clientInfo: { name: 'e2e', version: '1' }, reconnect: false });
-    await client.connect();
-    try {
-      const sessionId = await subscribeWhenSeen(client, file);
-      const status = await client.status();
-      expect(status.sessions.map((s) => s.sessionId)).toContain(sessionId);
-    } finally {
-      await client.close();
-    }
+    const client = await scope.client(join(d, 's.sock'));
+    const sessionId = await subscribeWhenSeen(client, file);
+    const status = await client.status();
+    expect(status.sessions.map((s) => s.sessionId)).toContain(sessionId);
   });
 });

@@ -1,22 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { generateTranscript } from '../fixtures/transcripts.js';
-import { runCli, spawnDaemon } from './spawn.js';
+import { e2eScope, runCli } from './spawn.js';
 import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
 
-const dirs: string[] = [];
-const procs: { kill: (s: NodeJS.Signals) => boolean; exitCode: number | null }[] = [];
-afterEach(() => {
-  for (const p of procs.splice(0)) if (p.exitCode === null) p.kill('SIGKILL');
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function temp(): string {
-  const d = mkdtempSync(join(tmpdir(), 'contextd-cli-'));
-  dirs.push(d);
-  return d;
-}
+const scope = e2eScope();
+const temp = (): string => scope.emptyDir('cli');
 
 describe('the CLI', () => {
   it('prints help and exits 0; a usage error exits 2', async () => {
@@ -61,8 +51,7 @@ describe('the CLI', () => {
     mkdirSync(watch);
     const cfg = join(d, 'c.json');
     writeFileSync(cfg, JSON.stringify({ reserveRatio: 0.15 }));
-    const daemon = await spawnDaemon(['--config', cfg, '--watch', watch, '--socket', join(d, 's.sock'), '--state', join(d, 'st')]);
-    procs.push(daemon.proc);
+    const daemon = await scope.daemon(['--config', cfg, '--watch', watch, '--socket', join(d, 's.sock'), '--state', join(d, 'st')]);
     daemon.proc.stdout?.destroy();
     writeFileSync(cfg, JSON.stringify({ reserveRatio: 0.25 }));
     daemon.proc.kill('SIGHUP');
@@ -83,8 +72,7 @@ describe('the CLI', () => {
     const watch = join(d, 'w');
     mkdirSync(watch);
     const sock = join(d, 's.sock');
-    const daemon = await spawnDaemon(['--watch', watch, '--socket', sock, '--state', join(d, 'st'), '--budget', '50000']);
-    procs.push(daemon.proc);
+    const daemon = await scope.daemon(['--watch', watch, '--socket', sock, '--state', join(d, 'st'), '--budget', '50000']);
     const f = join(watch, 'live.jsonl');
     writeFileSync(f, '');
     appendFileSync(f, demoTranscriptJsonl({ rounds: 3 }));
@@ -137,7 +125,7 @@ describe('the CLI', () => {
   it('demo --keep keeps its state and prints a recall command that works', async () => {
     const r = await runCli(['demo', '--rounds', '8', '--delay-ms', '5', '--budget', '16000', '--keep'], {}, 120_000);
     const kept = /kept the demo's state in (\S+)/.exec(r.stdout)?.[1];
-    if (kept) dirs.push(dirname(kept));
+    if (kept) scope.defer(() => rmSync(dirname(kept), { recursive: true, force: true }));
     expect(r.code).toBe(0);
     const cmd = /recall them all later with: contextd (recall --state (\S+) (h_\w+))\n/.exec(r.stdout);
     expect(cmd, r.stdout).not.toBeNull();
@@ -155,8 +143,7 @@ describe('the CLI', () => {
     expect(missing.stderr).toMatch(/ENOENT|no such file/);
     const d = temp();
     const sock = join(d, 's.sock');
-    const first = await spawnDaemon(['--watch', d, '--socket', sock, '--state', join(d, 'st1')]);
-    procs.push(first.proc);
+    const first = await scope.daemon(['--watch', d, '--socket', sock, '--state', join(d, 'st1')]);
     const second = await runCli(['daemon', '--watch', d, '--socket', sock, '--state', join(d, 'st2')], {}, 30_000);
     expect(second.code).toBe(1);
     expect(second.stderr).toContain(sock);

@@ -1,43 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../../src/ipc/client.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
 import { generateTranscript } from '../fixtures/transcripts.js';
-import { runCli, spawnDaemon, type SpawnedDaemon, subscribeWhenSeen } from './spawn.js';
+import { e2eScope, runCli, type DaemonDir, type SpawnedDaemon, subscribeWhenSeen } from './spawn.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function tempDir(): { dir: string; watch: string; socket: string; state: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'contextd-e2e-'));
-  const watch = join(dir, 'sessions');
-  mkdirSync(watch);
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return { dir, watch, socket: join(dir, 'contextd.sock'), state: join(dir, 'state') };
-}
-
-async function startDaemon(args: string[]): Promise<SpawnedDaemon> {
-  const d = await spawnDaemon(args);
-  cleanups.push(async () => {
-    if (d.proc.exitCode === null && d.proc.signalCode === null) {
-      d.proc.kill('SIGKILL');
-      await d.exited;
-    }
-  });
-  return d;
-}
-
-async function client(socket: string): Promise<ContextdClient> {
-  const c = new ContextdClient({ socketPath: socket, clientInfo: { name: 'e2e', version: '1' }, reconnect: false });
-  await c.connect();
-  cleanups.push(() => c.close());
-  return c;
-}
+const scope = e2eScope();
+const tempDir = (): DaemonDir => scope.tempDir('e2e');
+const startDaemon = (args: string[]): Promise<SpawnedDaemon> => scope.daemon(args);
+const client = (socket: string): Promise<ContextdClient> => scope.client(socket);
 
 function nextPlan(c: ContextdClient, sessionId: string, timeoutMs = 20_000): Promise<WirePlan> {
   return new Promise((resolve, reject) => {

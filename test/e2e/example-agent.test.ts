@@ -1,27 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runAgent } from '../../examples/agent.js';
-import { spawnDaemon, type SpawnedDaemon } from './spawn.js';
+import { e2eScope } from './spawn.js';
 
-let daemon: SpawnedDaemon | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  if (daemon && daemon.proc.exitCode === null) {
-    daemon.proc.kill('SIGKILL');
-    await daemon.exited;
-  }
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+const scope = e2eScope();
 
 describe('examples/agent.ts against the real daemon', () => {
   it('receives a plan, applies it to its own message list, acks it, and ends the session', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'contextd-example-'));
-    const watch = join(dir, 'sessions');
-    mkdirSync(watch);
-    const socket = join(dir, 'contextd.sock');
-    daemon = await spawnDaemon(['--watch', watch, '--socket', socket, '--state', join(dir, 'state'), '--budget', '12000']);
+    const { watch, socket, state } = scope.tempDir('example');
+    const daemon = await scope.daemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', '12000']);
     const lines: string[] = [];
     const transcriptPath = join(watch, 'example.jsonl');
     const outcome = await runAgent({ socketPath: socket, transcriptPath, turns: 12, log: (l) => lines.push(l) });

@@ -2,50 +2,28 @@
  * Issue 12, replayed against the spawned daemon: each attack from outside that once broke it.
  * Real processes (prlimit, setpriv, sh umask), real FIFOs, real sockets, real SQLite files.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ContextdClient, type WirePlan } from '../../src/ipc/client.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
-import { spawnDaemon, type SpawnedDaemon, subscribeWhenSeen } from './spawn.js';
+import { e2eScope, type DaemonDir, type SpawnedDaemon, subscribeWhenSeen } from './spawn.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const scope = e2eScope();
 
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
 
-function tempDir(): { dir: string; watch: string; socket: string; state: string; config: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'contextd-hard-'));
-  const watch = join(dir, 'sessions');
-  mkdirSync(watch);
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return { dir, watch, socket: join(dir, 'contextd.sock'), state: join(dir, 'state'), config: join(dir, 'config.json') };
+function tempDir(): DaemonDir & { config: string } {
+  const d = scope.tempDir('hard');
+  return { ...d, config: join(d.dir, 'config.json') };
 }
 
-async function startDaemon(args: string[], opts: { prefix?: string[]; waitRunning?: boolean } = {}): Promise<SpawnedDaemon> {
-  const d = await spawnDaemon(args, {}, opts);
-  cleanups.push(async () => {
-    if (d.proc.exitCode === null && d.proc.signalCode === null) {
-      d.proc.kill('SIGKILL');
-      await d.exited;
-    }
-  });
-  return d;
-}
-
-async function client(socket: string): Promise<ContextdClient> {
-  const c = new ContextdClient({ socketPath: socket, clientInfo: { name: 'e2e', version: '1' }, reconnect: false });
-  await c.connect();
-  cleanups.push(() => c.close());
-  return c;
-}
+const startDaemon = (args: string[], opts: { prefix?: string[]; waitRunning?: boolean } = {}): Promise<SpawnedDaemon> => scope.daemon(args, {}, opts);
+const client = (socket: string): Promise<ContextdClient> => scope.client(socket);
 
 function nextPlan(c: ContextdClient, timeoutMs: number): Promise<WirePlan> {
   return new Promise((resolve, reject) => {
@@ -150,7 +128,7 @@ describe('hardening: the attacks of issue 12, replayed', () => {
     expect(typeof reply.harvested).toBe('number');
     expect(await d.exited).toEqual({ code: 0, signal: null });
     const db = new Database(join(t.state, 'contextd.db'), { readonly: true });
-    cleanups.push(() => void db.close());
+    scope.defer(() => void db.close());
     expect(db.prepare('SELECT COUNT(*) AS n FROM harvested_sessions WHERE session_id = ?').get(sessionId)).toEqual({ n: 1 });
   });
 
@@ -164,7 +142,7 @@ describe('hardening: the attacks of issue 12, replayed', () => {
     // 300 clients, connected 25 at a time so the kernel's listen backlog (somaxconn) is not what
     // turns them away: the daemon's own limit is under test.
     const conns: ReturnType<typeof rawConnection>[] = [];
-    cleanups.push(() => conns.forEach((c) => c.sock.destroy()));
+    scope.defer(() => conns.forEach((c) => c.sock.destroy()));
     for (let i = 0; i < 300; i += 25) {
       const batch = Array.from({ length: 25 }, () => rawConnection(t.socket));
       conns.push(...batch);

@@ -1,31 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ContextdClient, RpcError, type SearchResult, type WirePlan } from '../../src/ipc/client.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
-import { runCli, spawnDaemon } from './spawn.js';
+import { e2eScope, runCli, subscribeWhenSeen } from './spawn.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const scope = e2eScope();
 
 describe('archive.search over the socket and `contextd recall --search`', () => {
   it('finds what a compaction archived, by what it is about, through the socket and the CLI', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-search-e2e-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const watch = join(dir, 'sessions');
-    mkdirSync(watch);
-    const socket = join(dir, 'contextd.sock');
-    const state = join(dir, 'state');
-    const d = await spawnDaemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', '20000']);
-    cleanups.push(async () => {
-      if (d.proc.exitCode === null && d.proc.signalCode === null) {
-        d.proc.kill('SIGKILL');
-        await d.exited;
-      }
-    });
+    const { watch, socket, state } = scope.tempDir('search-e2e');
+    await scope.daemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', '20000']);
     const file = join(watch, 'billing.jsonl');
     writeFileSync(file, demoTranscript({ rounds: 12, variant: 'a' }).map((l) => JSON.stringify(l)).join('\n') + '\n');
 
@@ -41,18 +26,9 @@ describe('archive.search over the socket and `contextd recall --search`', () => 
     }
     expect(c.socketPath).toBe(socket);
     await c.connect();
-    cleanups.push(() => c.close());
+    scope.defer(() => c.close());
 
-    let sessionId = '';
-    for (let until = Date.now() + 15_000; ; ) {
-      try {
-        sessionId = (await c.subscribe({ transcriptPath: file })).sessionId;
-        break;
-      } catch (err) {
-        if (Date.now() > until) throw err;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+    const sessionId = await subscribeWhenSeen(c, file);
     const plan = (await c.compact(sessionId, {})) as WirePlan;
     expect(plan.edits.length).toBeGreaterThan(0);
     const handle = plan.edits.find((e) => e.handle !== undefined)?.handle as string;

@@ -1,8 +1,11 @@
 /** Spawn the real `contextd` CLI from dist/ and follow its NDJSON logs. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { existsSync } from 'node:fs';
-import type { ContextdClient } from '../../src/ipc/client.js';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+import { ContextdClient } from '../../src/ipc/client.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 
@@ -114,4 +117,69 @@ export async function subscribeWhenSeen(c: ContextdClient, file: string, timeout
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+/** Temp dir laid out for one daemon: a watched `sessions/` folder, socket and state paths. */
+export interface DaemonDir {
+  readonly dir: string;
+  readonly watch: string;
+  readonly socket: string;
+  readonly state: string;
+}
+
+/** What an e2e suite sets up; everything is undone after each test, newest first. */
+export interface E2eScope {
+  /** Run `fn` after the current test (cleanups run newest first). */
+  defer(fn: () => Promise<void> | void): void;
+  /** A fresh empty temp dir (`contextd-PREFIX-…`), removed after the test. */
+  emptyDir(prefix?: string): string;
+  /** {@link emptyDir} laid out for a daemon: an empty `sessions/` to watch, socket and state paths. */
+  tempDir(prefix?: string): DaemonDir;
+  /** {@link spawnDaemon}, killed after the test if it is still running. */
+  daemon(args: readonly string[], env?: NodeJS.ProcessEnv, opts?: { prefix?: readonly string[]; waitRunning?: boolean }): Promise<SpawnedDaemon>;
+  /** A connected client (no reconnect) on `socket`, closed after the test. */
+  client(socket: string, name?: string): Promise<ContextdClient>;
+}
+
+/**
+ * The one cleanup registry of the e2e suites: call at the top of a test file; it registers an
+ * `afterEach` that kills the daemons, closes the clients and removes the temp dirs it handed out.
+ */
+export function e2eScope(): E2eScope {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  const defer = (fn: () => Promise<void> | void): void => void cleanups.push(fn);
+  const emptyDir = (prefix = 'e2e'): string => {
+    const dir = mkdtempSync(join(tmpdir(), `contextd-${prefix}-`));
+    defer(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  };
+  return {
+    defer,
+    emptyDir,
+    tempDir(prefix = 'e2e') {
+      const dir = emptyDir(prefix);
+      const watch = join(dir, 'sessions');
+      mkdirSync(watch);
+      return { dir, watch, socket: join(dir, 'contextd.sock'), state: join(dir, 'state') };
+    },
+    async daemon(args, env = {}, opts = {}) {
+      const d = await spawnDaemon(args, env, opts);
+      defer(async () => {
+        if (d.proc.exitCode === null && d.proc.signalCode === null) {
+          d.proc.kill('SIGKILL');
+          await d.exited;
+        }
+      });
+      return d;
+    },
+    async client(socket, name = 'e2e') {
+      const c = new ContextdClient({ socketPath: socket, clientInfo: { name, version: '1' }, reconnect: false });
+      await c.connect();
+      defer(() => c.close());
+      return c;
+    },
+  };
 }

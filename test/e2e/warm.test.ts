@@ -1,20 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ContextdClient } from '../../src/ipc/client.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
-import { runCli, spawnDaemon, type SpawnedDaemon } from './spawn.js';
+import { e2eScope, runCli, subscribeWhenSeen } from './spawn.js';
 
-let daemon: SpawnedDaemon | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  if (daemon && daemon.proc.exitCode === null) {
-    daemon.proc.kill('SIGKILL');
-    await daemon.exited;
-  }
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+const scope = e2eScope();
 
 // Planted, syntactically valid-looking credentials (not real).
 const AWS = 'AKIAIOSFODNN7EXAMPLQ';
@@ -22,30 +12,18 @@ const GH = 'ghp_' + 'x1Y2z3A4b5C6d7E8f9G0h1I2j3K4l5M6n7O8';
 
 describe('finished session → harvest → warm.bootstrap, through the real daemon', () => {
   it('harvests on session.end, serves a bootstrap within budget, and stores no secret', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'contextd-warm-e2e-'));
-    const watch = join(dir, 'sessions');
-    mkdirSync(watch);
-    const socket = join(dir, 'contextd.sock');
-    const state = join(dir, 'state');
-    daemon = await spawnDaemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', '200000']);
+    const { watch, socket, state } = scope.tempDir('warm-e2e');
+    const daemon = await scope.daemon(['--watch', watch, '--socket', socket, '--state', state, '--budget', '200000']);
     const lines = demoTranscript({ rounds: 6 });
     const file = join(watch, 'billing-fix.jsonl');
     const withSecret = lines.map((l, i) => (i === 2 ? { ...l, content: `${l.content}\nexport AWS_ACCESS_KEY_ID=${AWS}\ngit remote set-url origin https://${GH}@github.com/acme/billing.git` } : l));
     writeFileSync(file, withSecret.map((l) => JSON.stringify(l)).join('\n') + '\n');
 
-    const c = new ContextdClient({ socketPath: socket, clientInfo: { name: 'e2e', version: '1' }, reconnect: false });
-    await c.connect();
+    const c = await scope.client(socket);
     try {
-      let sessionId: string | undefined;
-      for (let i = 0; i < 100 && !sessionId; i++) {
-        try {
-          sessionId = (await c.subscribe({ transcriptPath: file })).sessionId;
-        } catch {
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      }
+      const sessionId = await subscribeWhenSeen(c, file, 5_000);
       expect(sessionId).toBe('billing-fix');
-      const ended = await c.endSession(sessionId as string, 'success');
+      const ended = await c.endSession(sessionId, 'success');
       expect(ended.harvested).toBe(1);
 
       const boot = (await c.bootstrap({ task: 'fix the rounding bug in billing totals computeTotal', budgetTokens: 2000 })) as { templateIds: string[]; messages: { content: string }[]; tokens: number };
@@ -76,13 +54,11 @@ describe('finished session → harvest → warm.bootstrap, through the real daem
   });
 
   it('harvests a session by itself once it has been idle for idleTimeoutMs', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'contextd-idle-e2e-'));
-    const watch = join(dir, 'sessions');
-    mkdirSync(watch);
+    const { dir, watch } = scope.tempDir('idle-e2e');
     const config = join(dir, 'config.json');
     writeFileSync(config, JSON.stringify({ idleTimeoutMs: 1500 }));
     const state = join(dir, 'state');
-    daemon = await spawnDaemon(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', state, '--budget', '200000']);
+    const daemon = await scope.daemon(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', state, '--budget', '200000']);
     writeFileSync(join(watch, 'quiet.jsonl'), demoTranscript({ rounds: 4 }).map((l) => JSON.stringify(l)).join('\n') + '\n');
     const harvested = await daemon.waitForLog((l) => l.msg === 'idle session harvested' && l['sessionId'] === 'quiet', 20_000);
     expect(harvested['harvested']).toBe(1);

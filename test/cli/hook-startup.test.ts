@@ -1,0 +1,141 @@
+/**
+ * `contextd hook` runs on an agent's critical path, once per event: its start-up must stay lean.
+ * Each case spawns the built hook (bin/contextd.js, as installed hooks run it) under a preload
+ * that records every module it loads — ESM through a module-loader hook, CommonJS from the
+ * require cache at exit — and pins that no heavy library is among them. No timing is asserted
+ * (`npm run bench -- hooks` measures that); what is loaded decides it.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { CONTEXTD_BIN } from '../agents/harness.js';
+import { e2eScope, runCli, type DaemonDir } from '../e2e/spawn.js';
+import { generateTranscript, writeTranscripts } from '../fixtures/transcripts.js';
+
+const scope = e2eScope();
+/** Packages a hook must not load on the paths below (each costs tens to hundreds of ms). */
+const HEAVY = ['pino', 'zod', 'commander', 'tiktoken', 'better-sqlite3'] as const;
+
+const TASK = 'Fix the failing date parser test in src/parse/date.ts (repo acme/dateparse): parseDate loses the UTC offset.';
+
+let tracer: string;
+const traceDir = mkdtempSync(join(tmpdir(), 'contextd-hook-trace-'));
+afterAll(() => rmSync(traceDir, { recursive: true, force: true }));
+beforeAll(() => {
+  const dir = traceDir;
+  const hooks = join(dir, 'trace-hooks.mjs');
+  writeFileSync(
+    hooks,
+    `import { appendFileSync } from 'node:fs';
+export async function load(url, context, next) {
+  appendFileSync(process.env.CONTEXTD_LOAD_TRACE, url + '\\n');
+  return next(url, context);
+}
+`,
+  );
+  tracer = join(dir, 'trace.mjs');
+  writeFileSync(
+    tracer,
+    `import { register, createRequire } from 'node:module';
+import { appendFileSync } from 'node:fs';
+register(${JSON.stringify(pathToFileURL(hooks).href)});
+const cache = createRequire(import.meta.url).cache;
+process.on('exit', () => appendFileSync(process.env.CONTEXTD_LOAD_TRACE, Object.keys(cache).join('\\n') + '\\n'));
+`,
+  );
+});
+
+interface HookRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  /** Every module file the hook process loaded (file: URLs and paths). */
+  readonly loaded: string[];
+}
+
+function runHook(d: DaemonDir, agent: string, event: Record<string, unknown>, extra: readonly string[] = []): Promise<HookRun> {
+  const trace = join(d.dir, `trace-${Date.now()}-${Math.random().toString(36).slice(2)}.txt`);
+  writeFileSync(trace, '');
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['--import', tracer, CONTEXTD_BIN, 'hook', agent, '--state', d.state, '--socket', d.socket, ...extra], {
+      env: { PATH: process.env['PATH'], HOME: d.dir, CONTEXTD_LOAD_TRACE: trace },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.on('error', reject);
+    p.on('exit', (code) => resolve({ code, stdout, loaded: readFileSync(trace, 'utf8').split('\n').filter(Boolean) }));
+    p.stdin.end(JSON.stringify(event));
+  });
+}
+
+/** The heavy packages among `loaded` (by their node_modules folder). */
+function heavy(loaded: readonly string[]): string[] {
+  return HEAVY.filter((name) => loaded.some((f) => f.includes(`/node_modules/${name}/`)));
+}
+
+function expectLean(r: HookRun, allowed: readonly string[] = []): void {
+  expect(r.code).toBe(0);
+  // The trace saw the hook itself: an empty trace would pass every exclusion below.
+  expect(r.loaded.some((f) => f.endsWith('/dist/src/cli/hook.js'))).toBe(true);
+  expect(heavy(r.loaded)).toEqual([...allowed]);
+}
+
+function contextOf(r: HookRun): string {
+  return (JSON.parse(r.stdout) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext;
+}
+
+/** A state dir with one harvested session on TASK. */
+async function harvested(d: DaemonDir): Promise<void> {
+  const [file] = writeTranscripts(d.watch, [generateTranscript('claude-code', { seed: 1, task: TASK })]);
+  const r = await runCli(['warm', 'harvest', file!, '--state', d.state]);
+  expect(r.code, r.stderr).toBe(0);
+}
+
+const prompt = (d: DaemonDir, session = 'p1'): Record<string, unknown> => ({ hook_event_name: 'UserPromptSubmit', session_id: session, prompt: 'fix the date parser test: parseDate loses the UTC offset', cwd: d.dir });
+
+describe('contextd hook start-up', () => {
+  it('daemon down, no state yet: a first prompt loads none of pino, zod, commander, tiktoken, better-sqlite3', async () => {
+    const d = scope.tempDir('hook-lean');
+    const r = await runHook(d, 'claude-code', prompt(d));
+    expectLean(r);
+    expect(r.stdout).toBe('');
+    // The transcript reader is not needed for a prompt either.
+    expect(r.loaded.filter((f) => f.includes('/dist/src/ingest/decoder.js'))).toEqual([]);
+  });
+
+  it('daemon down with templates: the bootstrap comes from the store (SQLite) within budget, without tiktoken', async () => {
+    const d = scope.tempDir('hook-store');
+    await harvested(d);
+    const r = await runHook(d, 'claude-code', prompt(d), ['--budget', '400']);
+    expectLean(r, ['better-sqlite3']);
+    const text = contextOf(r);
+    const bound = Number(/\(at most (\d+) tokens\)/.exec(text)?.[1]);
+    expect(bound).toBeGreaterThan(0);
+    expect(bound).toBeLessThanOrEqual(400);
+    // The byte bound holds against the real count.
+    const body = text.split('\n\n').slice(1).join('\n\n');
+    expect(createTokenCounter().count(body)).toBeLessThanOrEqual(bound);
+  });
+
+  it('daemon up: Claude Code and Codex prompts, and Codex SessionEnd, are answered over the socket, still lean', async () => {
+    const d = scope.tempDir('hook-up');
+    await harvested(d);
+    await scope.daemon(['--watch', d.watch, '--state', d.state, '--socket', d.socket]);
+    // A generous socket timeout: on a loaded machine the daemon's answer must not lose to the fallback.
+    const slow = ['--timeout-ms', '10000'];
+    const claude = await runHook(d, 'claude-code', prompt(d, 'c1'), slow);
+    expectLean(claude);
+    expect(contextOf(claude)).toMatch(/^contextd warm start: .* \(\d+ tokens\)\./);
+    const codex = await runHook(d, 'codex', prompt(d, 'x1'), slow);
+    expectLean(codex);
+    expect(contextOf(codex)).toContain('contextd warm start');
+    const [rollout] = writeTranscripts(join(d.dir, 'codex'), [generateTranscript('codex', { seed: 4, task: TASK })]);
+    const end = await runHook(d, 'codex', { hook_event_name: 'SessionEnd', session_id: 'x1', transcript_path: rollout, cwd: d.dir, reason: 'exit' }, slow);
+    expectLean(end);
+    expect(end.stdout).toBe('');
+  });
+});
