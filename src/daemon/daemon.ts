@@ -20,6 +20,7 @@ import { createNotifier, type Notifier } from './sdnotify.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
 import { ProxyServer } from '../proxy/index.js';
+import { IdleCollector } from '../util/gc.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -54,6 +55,8 @@ export class Daemon {
   private stopping: Promise<void> | undefined;
   /** Harvests under way (awaited before the database closes). */
   private readonly harvests = new Set<Promise<unknown>>();
+  /** One full garbage collection after sessions leave memory, so an idle daemon gives the heap back. */
+  private readonly collector = new IdleCollector();
   /** connection id → session ids it subscribed to. */
   private readonly subscriptions = new Map<string, Set<string>>();
 
@@ -107,6 +110,7 @@ export class Daemon {
       now: this.now,
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
+      memoryFreed: () => this.collector.request(),
     });
     this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now });
     this.sessions.on('plan', (s, plan) => {
@@ -193,6 +197,7 @@ export class Daemon {
     await this.notifier?.stopping();
     if (this.watchdogTimer) clearInterval(this.watchdogTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
+    this.collector.cancel();
     await this.tailer?.close();
     // No new requests while draining: close the socket first, then finish what is in flight.
     await this.proxy?.close();

@@ -48,6 +48,8 @@ export interface SessionManagerDeps {
    * store and what was redacted. Default: stored as read.
    */
   readonly archiveFilter?: ArchiveFilter;
+  /** A session's model left memory (released or forgotten): the daemon may collect garbage. */
+  readonly memoryFreed?: () => void;
 }
 
 /** Redacts the originals of an edit before they are archived (the same filter the proxy is handed). */
@@ -216,6 +218,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.history.clear();
     s.summaryCache = new SummaryCache();
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset }, 'session released from memory (memory budget); rebuilt from its transcript when needed');
+    this.deps.memoryFreed?.();
   }
 
   /**
@@ -400,6 +403,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const linked = s.linkedSession !== undefined ? this.sessions.get(s.linkedSession) : undefined;
     if (linked?.linkedSession === sessionId && linked.source === 'transcript') linked.linkedSession = undefined;
     this.idle.end(sessionId);
+    this.deps.memoryFreed?.();
     this.expire(sessionId, s.life.expireAll(), why);
     this.log.info({ sessionId, file: s.file, why }, 'session closed');
   }

@@ -33,9 +33,10 @@ function setup(opts: { full?: boolean; redact?: boolean } = {}) {
     },
   });
   const logger = pino({ level: 'debug' }, sink);
+  const freed: number[] = [];
   const manager = new SessionManager(
     { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 },
-    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
+    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
   );
   if (opts.full) {
     // A real SQLITE_FULL from here on: the file may not grow past its current size.
@@ -49,7 +50,7 @@ function setup(opts: { full?: boolean; redact?: boolean } = {}) {
       for (;;) db.prepare(`INSERT INTO headroom_samples (session_id, at, tokens, total, reserve_ratio, headroom, sections, reason) VALUES ('x', 0, 0, 1, 0.15, 1, 0, 'filler')`).run();
     }).toThrow(/full/);
   }
-  return { db, lines, manager };
+  return { db, lines, manager, freed };
 }
 
 function events(rounds: number): TranscriptEvent[] {
@@ -125,16 +126,18 @@ describe('SessionManager', () => {
     expect(published).toBe(0);
   });
 
-  it('logs the numbers behind each headroom line, and a reset rebuilds', () => {
-    const { manager, lines } = setup();
+  it('logs the numbers behind each headroom line, and a reset rebuilds; forgetting a session asks for a collection', () => {
+    const { manager, lines, freed } = setup();
     manager.ingest('/t/c.jsonl', 'c', 'openai-chat', events(1));
     const h = lines.find((l) => l['msg'] === 'headroom');
     expect(h).toMatchObject({ sessionId: 'c', total: 20_000, reason: 'start', file: '/t/c.jsonl' });
     expect(typeof h?.['tokens']).toBe('number');
     manager.resetSession('/t/c.jsonl', 'c', 'truncated');
     expect(manager.get('c')?.model.tokens()).toBe(0);
+    expect(freed).toHaveLength(0);
     manager.removeSession('c');
     expect(manager.get('c')).toBeUndefined();
+    expect(freed).toHaveLength(1);
   });
 
   it('a budget change on reload expires open plans; a reload that changes nothing keeps them', async () => {

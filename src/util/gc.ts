@@ -1,0 +1,90 @@
+/**
+ * Giving freed memory back after sessions leave memory.
+ *
+ * V8 collects garbage when the program allocates, so a daemon that goes quiet after its
+ * sessions were harvested and released keeps their heap (and its RSS) until the next busy
+ * spell: measured with `bench load`, 50 released sessions still held ~580 MiB of dead heap 20 s
+ * after the load, while a forced collection brought the live heap to 23 MiB. The daemon asks
+ * for one full collection a little after it frees sessions, and not more often than
+ * `minIntervalMs`.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** A full garbage collection, or undefined where the runtime refuses to expose one. */
+export type Collect = () => void;
+
+let exposed: Collect | null | undefined;
+
+/**
+ * The runtime's `gc()`: the global one when Node runs with `--expose-gc`, otherwise obtained
+ * by switching the flag on and reading `gc` from a fresh context (the flag takes effect for
+ * contexts created after it is set). Undefined when that fails.
+ */
+export function runtimeCollector(): Collect | undefined {
+  if (exposed !== undefined) return exposed ?? undefined;
+  const global = (globalThis as { gc?: unknown }).gc;
+  if (typeof global === 'function') {
+    exposed = global as Collect;
+    return exposed;
+  }
+  try {
+    setFlagsFromString('--expose-gc');
+    const fn: unknown = runInNewContext('gc');
+    exposed = typeof fn === 'function' ? (fn as Collect) : null;
+  } catch {
+    exposed = null;
+  }
+  return exposed ?? undefined;
+}
+
+export interface IdleCollectorOptions {
+  /** Wait this long after the last request, so a burst of releases costs one collection (default 2 s). */
+  readonly delayMs?: number;
+  /** Least time between two collections (default 30 s). */
+  readonly minIntervalMs?: number;
+  /** The collection to run (default the runtime's; nothing happens when there is none). */
+  readonly collect?: Collect | undefined;
+  readonly now?: () => number;
+}
+
+/** Runs one full collection after memory was freed: debounced, and at most once per interval. */
+export class IdleCollector {
+  private readonly delayMs: number;
+  private readonly minIntervalMs: number;
+  private readonly collect: Collect | undefined;
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+  private lastAt = Number.NEGATIVE_INFINITY;
+  /** Collections run so far. */
+  runs = 0;
+
+  constructor(options: IdleCollectorOptions = {}) {
+    this.delayMs = options.delayMs ?? 2_000;
+    this.minIntervalMs = options.minIntervalMs ?? 30_000;
+    this.collect = 'collect' in options ? options.collect : runtimeCollector();
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Memory was freed: collect once things have been quiet for `delayMs`. */
+  request(): void {
+    if (!this.collect) return;
+    if (this.timer) clearTimeout(this.timer);
+    const wait = Math.max(this.delayMs, this.lastAt + this.minIntervalMs - this.now());
+    this.timer = setTimeout(() => this.run(), wait);
+    this.timer.unref();
+  }
+
+  /** Drop a pending collection (shutdown). */
+  cancel(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private run(): void {
+    this.timer = undefined;
+    this.lastAt = this.now();
+    this.runs++;
+    this.collect?.();
+  }
+}

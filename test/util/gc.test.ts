@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { IdleCollector, runtimeCollector } from '../../src/util/gc.js';
+
+describe('runtimeCollector', () => {
+  it('returns a collection that gives dead heap back', () => {
+    const collect = runtimeCollector();
+    expect(collect).toBeTypeOf('function');
+    collect?.();
+    const base = process.memoryUsage().heapUsed;
+    // ~120 MB of distinct strings, then dropped
+    let junk: string[] | undefined = Array.from({ length: 300_000 }, (_, i) => `${i}:`.padEnd(400, String.fromCharCode(97 + (i % 26))));
+    const held = process.memoryUsage().heapUsed;
+    expect(held - base).toBeGreaterThan(60 * 2 ** 20);
+    expect(junk.length).toBe(300_000);
+    junk = undefined;
+    collect?.();
+    expect(process.memoryUsage().heapUsed - base).toBeLessThan((held - base) / 4);
+  });
+});
+
+describe('IdleCollector', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('collects once after a burst of requests, and not again within the interval', () => {
+    vi.useFakeTimers();
+    const collect = vi.fn();
+    const c = new IdleCollector({ collect, delayMs: 2_000, minIntervalMs: 30_000, now: () => Date.now() });
+    for (let i = 0; i < 5; i++) {
+      c.request();
+      vi.advanceTimersByTime(500);
+    }
+    expect(collect).not.toHaveBeenCalled();
+    vi.advanceTimersByTime(2_000);
+    expect(collect).toHaveBeenCalledTimes(1);
+    // another release soon after: waits until the interval has passed since the last run
+    c.request();
+    vi.advanceTimersByTime(10_000);
+    expect(collect).toHaveBeenCalledTimes(1);
+    vi.advanceTimersByTime(20_000);
+    expect(collect).toHaveBeenCalledTimes(2);
+    expect(c.runs).toBe(2);
+  });
+
+  it('does nothing without a collection, and cancel drops a pending one', () => {
+    vi.useFakeTimers();
+    const none = new IdleCollector({ collect: undefined });
+    none.request();
+    vi.advanceTimersByTime(60_000);
+    expect(none.runs).toBe(0);
+    const collect = vi.fn();
+    const c = new IdleCollector({ collect, delayMs: 1_000 });
+    c.request();
+    c.cancel();
+    vi.advanceTimersByTime(60_000);
+    expect(collect).not.toHaveBeenCalled();
+  });
+});
