@@ -191,7 +191,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private enforceBudget(keep: LiveSession): void {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
-    if (budget.maxSessionTokens <= 0) return;
+    // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
+    if (budget.maxSessionTokens <= 0 || this.heldTokens() <= budget.maxSessionTokens) return;
     const held = [...this.sessions.values()]
       .filter((s) => s.source === 'transcript' && !s.released)
       .map((s) => ({
