@@ -8,7 +8,8 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { archiveEntries, compactWithStrategy, STRATEGIES, type CompactResult, type StrategyName } from '../compact/index.js';
-import { readTranscriptFile, sessionIdForFile } from '../ingest/decoder.js';
+import { readTranscriptFile } from '../ingest/decoder.js';
+import { sessionIdForFile } from '../ingest/session-id.js';
 import { Archive } from '../store/index.js';
 import { openStateForCli } from './state.js';
 import { SessionModel } from '../model/index.js';

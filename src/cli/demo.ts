@@ -9,6 +9,7 @@ import { Daemon } from '../daemon/daemon.js';
 import { resolveDaemonOptions } from '../daemon/config.js';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
 import { demoLegend, recallExcerpt, summaryBlock } from '../demo/explain.js';
+import { archivedText } from '../store/index.js';
 import { demoTranscript } from '../demo/transcript.js';
 import { describeError } from '../util/errors.js';
 import { parsePositiveInt, pct, printLine } from './output.js';
@@ -128,7 +129,7 @@ export async function runDemo(flags: DemoFlags): Promise<void> {
       const r = await client.recall(sessionId, shown.handle);
       printLine();
       printLine(`nothing is lost: recall ${shown.handle} returns ${r.messages.length} original message(s); the first lines:`);
-      for (const l of recallExcerpt(r.messages)) printLine(l);
+      for (const l of recallExcerpt(archivedText(r.messages))) printLine(l);
       if (flags.keep) printLine(`recall them all later with: contextd recall --state ${options.stateDir} ${shown.handle}`);
     } else {
       printLine('no plan archived anything in this run (try a smaller --budget)');

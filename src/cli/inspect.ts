@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { readTranscriptFile } from '../ingest/decoder.js';
 import { SessionModel } from '../model/index.js';
 import type { Section } from '../model/types.js';
-import { sessionIdForFile } from '../ingest/decoder.js';
+import { sessionIdForFile } from '../ingest/session-id.js';
 import { TRANSCRIPT_FORMATS, type TranscriptFormat } from '../ingest/types.js';
 import { parsePositiveInt, parseRatio, pct, printJson, printLine, usageError } from './output.js';
 

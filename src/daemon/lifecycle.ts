@@ -289,7 +289,8 @@ export function sessionsToRelease(held: readonly HeldSession[], budget: MemoryBu
   if (budget.maxSessionTokens <= 0) return [];
   let total = held.reduce((n, h) => n + h.tokens, 0);
   if (total <= budget.maxSessionTokens) return [];
-  const order = held.filter((h) => h.releasable && (!h.subscribed || now - h.lastActivityAt >= budget.releaseAfterMs)).sort((a, b) => a.lastActivityAt - b.lastActivityAt);
+  // an empty model frees nothing (and a transcript read to offset 0 has nothing to rebuild from)
+  const order = held.filter((h) => h.releasable && h.tokens > 0 && (!h.subscribed || now - h.lastActivityAt >= budget.releaseAfterMs)).sort((a, b) => a.lastActivityAt - b.lastActivityAt);
   const out: string[] = [];
   for (const h of order) {
     if (total <= budget.maxSessionTokens) break;

@@ -25,25 +25,13 @@ export function summaryBlock(handle: string, reason: string, text: string, maxLi
   return [`one summary the planner wrote (reason ${reason}, handle ${handle}), as the agent now sees it:`, ...shown];
 }
 
-/** A recalled original, reduced to what fits a demo: role, tool and the first lines of its text. */
-export interface RecalledMessage {
-  readonly role: string;
-  readonly text: string;
-  readonly toolName?: string | undefined;
-  readonly toolCalls?: readonly { readonly name: string; readonly arguments: string }[] | undefined;
-}
-
-/** The first `maxLines` lines of the recalled originals, one `--- role` header per message. */
-export function recallExcerpt(messages: readonly RecalledMessage[], maxLines = 8): string[] {
-  const out: string[] = [];
-  let hidden = 0;
-  for (const m of messages) {
-    const lines = [`--- ${m.role}${m.toolName ? ` (${m.toolName})` : ''}`, ...(m.text ? m.text.split('\n') : []), ...(m.toolCalls ?? []).map((c) => `→ ${c.name} ${c.arguments}`)];
-    for (const l of lines) {
-      if (out.length < maxLines) out.push(`    ${l}`);
-      else hidden++;
-    }
-  }
-  if (hidden > 0) out.push(`    … (${hidden} more line(s))`);
+/**
+ * The first `maxLines` lines of recalled originals as `contextd recall` prints them (the
+ * store's `archivedText`: one `--- role (tool)` header per message), indented, the rest counted.
+ */
+export function recallExcerpt(text: string, maxLines = 8): string[] {
+  const lines = text ? text.split('\n') : [];
+  const out = lines.slice(0, maxLines).map((l) => `    ${l}`);
+  if (lines.length > maxLines) out.push(`    … (${lines.length - maxLines} more line(s))`);
   return out;
 }

@@ -5,7 +5,8 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { TranscriptDecoder, sessionIdForFile } from '../ingest/decoder.js';
+import { TranscriptDecoder } from '../ingest/decoder.js';
+import { sessionIdForFile } from '../ingest/session-id.js';
 import type { Message, SessionMeta, TranscriptEvent } from '../model/messages.js';
 import type { Outcome } from '../store/templates.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';

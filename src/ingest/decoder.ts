@@ -14,8 +14,6 @@ import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js
 import type { TranscriptEvent } from '../model/messages.js';
 import { createAdapter, detectFormat } from './detect.js';
 
-// Re-exported where the offline commands have always found it; it lives beside sessionIdFor.
-export { sessionIdForFile } from './session-id.js';
 
 export const DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024;
 /** Object lines kept while the format is still unknown (replayed once it is detected). */

@@ -7,11 +7,10 @@ export { createClaudeCodeAdapter, isInjectedClaudeText } from './adapters/claude
 export { createCodexAdapter, decodeCodexOutput } from './adapters/codex.js';
 export { createOpenAIChatAdapter, normalizeOpenAIMessages } from './adapters/openai-chat.js';
 export { parseTimestamp } from './adapters/common.js';
-export { sessionIdFor, agentSessionId, pathSessionId } from './session-id.js';
+export { sessionIdFor, sessionIdForFile, agentSessionId, pathSessionId } from './session-id.js';
 export {
   TranscriptDecoder,
   readTranscriptFile,
-  sessionIdForFile,
   DEFAULT_MAX_LINE_BYTES,
   type LineError,
   type TranscriptDecoderOptions,

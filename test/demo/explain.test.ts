@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { demoLegend, recallExcerpt, summaryBlock } from '../../src/demo/explain.js';
+import { archivedText } from '../../src/store/index.js';
 
 describe('the demo explains itself', () => {
   it('has a legend line for every symbol the live lines use', () => {
@@ -19,13 +20,13 @@ describe('the demo explains itself', () => {
 
   it('prints the first lines of recalled originals and counts the rest', () => {
     const out = recallExcerpt(
-      [
-        { role: 'assistant', text: '', toolCalls: [{ name: 'read_file', arguments: '{"path":"a.ts"}' }] },
-        { role: 'tool', toolName: 'read_file', text: 'one\ntwo\nthree\nfour\nfive\nsix' },
-      ],
+      archivedText([
+        { id: 'm1', role: 'assistant', text: '', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"path":"a.ts"}' }] },
+        { id: 'm2', role: 'tool', toolName: 'read_file', text: 'one\ntwo\nthree\nfour\nfive\nsix' },
+      ]),
       5,
     );
     expect(out).toEqual(['    --- assistant', '    → read_file {"path":"a.ts"}', '    --- tool (read_file)', '    one', '    two', '    … (4 more line(s))']);
-    expect(recallExcerpt([{ role: 'user', text: 'short' }])).toEqual(['    --- user', '    short']);
+    expect(recallExcerpt(archivedText([{ id: 'm3', role: 'user', text: 'short' }]))).toEqual(['    --- user', '    short']);
   });
 });

@@ -4,7 +4,8 @@
  * (each summary standing where the sections it replaces stood). The agent-specific writers
  * (claude.ts, codex.ts) turn that list into the agent's own line format.
  */
-import { readTranscriptFile, sessionIdForFile } from '../../ingest/decoder.js';
+import { readTranscriptFile } from '../../ingest/decoder.js';
+import { sessionIdForFile } from '../../ingest/session-id.js';
 import type { TranscriptFormat } from '../../ingest/types.js';
 import type { Message, SessionMeta } from '../../model/messages.js';
 import { SessionModel } from '../../model/session.js';
