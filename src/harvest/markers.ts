@@ -1,7 +1,9 @@
 /**
  * Context markers (paths, URLs, repositories, commands) and session task type. Pure.
  */
-import { hostedRepo, normalizeRepo } from '../store/repo.js';
+import { hostedRepo, normalizeRepo, repoFromCwd } from '../store/repo.js';
+
+export { repoFromCwd };
 import type { Message } from '../model/messages.js';
 import { classifyTaskText, extractPaths, extractUrls, relativePath, type TaskType } from '../text/index.js';
 import type { ToolExchange } from './toolcalls.js';
@@ -19,28 +21,6 @@ const MARKER_LIMITS: Readonly<Record<MarkerKind, number>> = { path: 20, url: 8, 
 
 /** `owner/name` of a repository URL (https or scp-style), or the value itself. */
 export const repoName = normalizeRepo;
-
-/** Folder names that say where in a project a session ran, not which project it is. */
-const GENERIC_DIRS = new Set(
-  'test tests spec specs src lib libs app apps packages pkg scripts docs doc bin build dist out tmp temp examples example e2e fixtures worktrees workspace workspaces work projects project code repos repo dev home users root private var mnt'.split(' '),
-);
-
-/**
- * The project a working directory names: its innermost folder that is not a generic one
- * (`…/claude-code-log/test` → `claude-code-log`), ignoring the home folder and anything from a
- * hidden folder down (`…/app/.claude/worktrees/agent-1a2b` → `app`'s project); '' when
- * nothing is left (`/home/user/project`).
- */
-export function repoFromCwd(cwd: string): string {
-  const parts = cwd.split(/[\\/]+/).filter((p) => p.length > 0);
-  const start = (parts[0] === 'home' || parts[0] === 'Users') && parts.length > 1 ? 2 : parts[0] === 'root' ? 1 : 0;
-  const hidden = parts.findIndex((p, i) => i >= start && p.startsWith('.'));
-  for (let i = (hidden >= 0 ? hidden : parts.length) - 1; i >= start; i--) {
-    const p = parts[i] ?? '';
-    if (!GENERIC_DIRS.has(p.toLowerCase()) && !/^agent-[0-9a-f]{6,}$/i.test(p)) return p;
-  }
-  return '';
-}
 
 class Counter {
   private readonly map = new Map<string, number>();

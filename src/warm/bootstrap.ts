@@ -8,7 +8,8 @@ import type { TaskType } from '../text/index.js';
 import type { Logger } from '../util/logger.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { renderBootstrap, type RenderedMessage } from './render.js';
-import { normalizeRepo, selectTemplates, type SelectionOptions } from './select.js';
+import { selectTemplates, type SelectionOptions } from './select.js';
+import { repoForLookup } from '../store/repo.js';
 
 export const DEFAULT_BOOTSTRAP_BUDGET = 2000;
 
@@ -48,7 +49,7 @@ export function bootstrap(request: BootstrapRequest, deps: WarmDeps): BootstrapR
   const now = (deps.now ?? Date.now)();
   const { taskType, ranked } = selectTemplates(deps.store, { task: request.task, repo: request.repo }, deps.selection);
   const templates = ranked.map((r) => deps.store.get(r.template.id, now)).filter((t): t is Template => t !== undefined);
-  const repo = request.repo ? normalizeRepo(request.repo) : undefined;
+  const repo = request.repo ? repoForLookup(request.repo) : undefined;
   const ids = templates.map((t) => t.id);
   const rendered = renderBootstrap(
     { templates, knowledge: deps.store.knowledgeFor(ids, repo, now), patterns: deps.store.patterns(repo), budgetTokens, repo },
@@ -70,7 +71,7 @@ export function testTemplate(templateId: string, request: BootstrapRequest, deps
   const now = (deps.now ?? Date.now)();
   const t = deps.store.get(templateId, now);
   if (!t) throw new ContextdError(ErrorCode.UNKNOWN_TEMPLATE, `no template ${templateId}`, { templateId });
-  const repo = request.repo ? normalizeRepo(request.repo) : undefined;
+  const repo = request.repo ? repoForLookup(request.repo) : undefined;
   const rendered = renderBootstrap({ templates: [t], knowledge: t.knowledge, patterns: deps.store.patterns(repo ?? t.repo), budgetTokens, repo }, deps.tokenCounter);
   return { templateIds: rendered.templateIds, messages: rendered.messages, tokens: rendered.tokens };
 }

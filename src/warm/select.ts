@@ -7,7 +7,7 @@
  * `otherRepoFloor` (default OTHER_REPO_FLOOR): a task-type match alone never brings another
  * repo's files and commands into a bootstrap.
  */
-import { normalizeRepo } from '../store/repo.js';
+import { normalizeRepo, repoForLookup } from '../store/repo.js';
 import type { TemplateStore, TemplateSummary } from '../store/templates.js';
 import { classifyTaskText, searchTerms, type TaskType } from '../text/index.js';
 
@@ -64,7 +64,7 @@ function typeMatch(a: TaskType, b: TaskType): number {
 /** Rank templates for a task; best first. */
 export function selectTemplates(store: TemplateStore, query: SelectionQuery, options: SelectionOptions = {}): { taskType: TaskType; ranked: ScoredTemplate[] } {
   const taskType = classifyTaskText(query.task);
-  const repo = query.repo ? normalizeRepo(query.repo) : undefined;
+  const repo = query.repo ? repoForLookup(query.repo) : undefined;
   const terms = searchTerms(query.task, 64);
   const keyTerms = terms.slice(0, RELEVANCE_TERMS);
   const hits = store.search(terms, 60);

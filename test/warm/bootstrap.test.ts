@@ -124,6 +124,21 @@ describe('selection and feedback', () => {
     expect(relevant.ranked[1]?.relevance).toBeGreaterThanOrEqual(OTHER_REPO_FLOOR);
   });
 
+  it('a working directory names its project the way harvest stored it (a subfolder or worktree of it included)', async () => {
+    const { store } = tempStore();
+    // harvested from a session that ran in a subfolder: stored under the project's name
+    const own = await harvestSession({ sessionId: 'sub', messages: codingSession().messages, meta: { cwd: '/home/dev/work/claude-code-log/test' } }, deps(store));
+    const deploy = codingSession({ task: 'tune the kubernetes ingress timeouts for the billing gateway service', file: 'deploy/ingress.yaml', start: Date.parse('2026-11-20T12:00:00Z') });
+    await harvestSession({ sessionId: 'deploy', messages: deploy.messages, meta: { repo: 'octo/billing' } }, deps(store));
+    const task = 'fix the failing parser test when a line ends with a comma';
+    for (const cwd of ['/home/dev/work/claude-code-log/test', '/home/dev/work/claude-code-log/.claude/worktrees/agent-1a2b3c4d']) {
+      const r = selectTemplates(store, { task, repo: cwd });
+      expect(r.ranked[0]?.template.id).toBe(own.templateId);
+      expect(r.ranked[0]?.parts.repo).toBeGreaterThan(0);
+      expect(r.ranked.map((t) => t.template.repo)).not.toContain('octo/billing');
+    }
+  });
+
   it('breaks ties by success rate, fed by recordOutcome', async () => {
     const { store, db } = tempStore();
     // Two templates with identical text in two different (unrequested) repos…
