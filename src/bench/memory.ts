@@ -4,8 +4,7 @@
  * garbage collection — per session and per token, beside the bytes of the text itself.
  * Not a wall-clock figure: it does not move with machine load.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { runtimeCollector } from '../util/gc.js';
 import { demoTranscript } from '../demo/transcript.js';
 import { TranscriptDecoder } from '../ingest/decoder.js';
 import { SessionModel } from '../model/index.js';
@@ -24,10 +23,11 @@ export interface MemoryBenchOptions {
   readonly planBudgetTokens?: number;
 }
 
-/** A full collection, reachable without starting node with --expose-gc. */
+/** A full collection (the daemon's own way of getting one). */
 function collector(): () => void {
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
+  const gc = runtimeCollector();
+  if (!gc) throw new Error('bench memory needs a full garbage collection, and this runtime exposes none');
+  return gc;
 }
 
 /** The JSONL of a generated session; every line its own text (as in the latency bench's RSS run). */

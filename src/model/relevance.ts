@@ -15,7 +15,7 @@
  * are maintained incrementally here; scoring runs lazily over all sections without any
  * tokenizer call.
  */
-import type { TermStats } from '../text/index.js';
+import { ownCopy, type TermStats } from '../text/index.js';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -84,7 +84,8 @@ export class TermIndex {
       let id = this.ids.get(t);
       if (id === undefined) {
         id = this.ids.size;
-        this.ids.set(t, id);
+        // a new term outlives its message: held as its own string, not a view of the message's text
+        this.ids.set(ownCopy(t), id);
         if (id >= this.df.length) {
           const grown = new Uint32Array(this.df.length * 2);
           grown.set(this.df);

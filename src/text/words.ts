@@ -155,7 +155,7 @@ export function contentTerms(text: string): Set<string> {
     while (end > 0 && (raw.charCodeAt(end - 1) === 46 || raw.charCodeAt(end - 1) === 45)) end--; // trailing . and -
     if (end < 4) continue;
     const w = end === raw.length ? raw : raw.slice(0, end);
-    if (!STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
+    if (!out.has(w) && !STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
   }
   return out;
 }
@@ -165,7 +165,7 @@ export function contentTerms(text: string): Set<string> {
  * parent — here the lowercased copy of a whole message — so a cached term would keep that
  * copy alive; a JSON round trip makes a fresh flat string (exact for every string).
  */
-function ownCopy(s: string): string {
+export function ownCopy(s: string): string {
   return s.length < 13 ? s : (JSON.parse(JSON.stringify(s)) as string);
 }
 
