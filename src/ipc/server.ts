@@ -339,7 +339,11 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     }
     const error = new RpcError(RpcErrorCode.TOO_MANY_CLIENTS, `contextd serves at most ${this.options.maxClients} connections at once (maxClients): close idle clients or raise maxClients`, { maxClients: this.options.maxClients });
     socket.on('error', () => undefined);
-    socket.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: error.toJSON() }) + '\n');
+    // The descriptor is given back as soon as the error is in the kernel's buffer (the peer still
+    // reads it, then EOF): waiting for the peer's own close would let a burst of refused clients
+    // hold one descriptor each and push the daemon into EMFILE, where libuv drops connections
+    // without a word. The grace timer only covers a peer that never drains the error.
+    socket.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: error.toJSON() }) + '\n', () => socket.destroy());
     const t = setTimeout(() => socket.destroy(), this.options.closeGraceMs);
     t.unref();
     socket.once('close', () => clearTimeout(t));

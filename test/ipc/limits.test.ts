@@ -5,6 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import * as path from 'node:path';
+import { readdirSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { defineHandler } from '../../src/ipc/index.js';
 import { z } from 'zod';
 import { Resources, waitEvent } from './helpers.js';
@@ -12,7 +14,7 @@ import { Resources, waitEvent } from './helpers.js';
 const res = new Resources();
 afterEach(() => res.closeAll());
 
-function serve(options: { maxClients?: number; idleTimeoutMs?: number; partialLineTimeoutMs?: number; keepIdle?: (id: string) => boolean; slowMs?: number }) {
+function serve(options: { closeGraceMs?: number; maxClients?: number; idleTimeoutMs?: number; partialLineTimeoutMs?: number; keepIdle?: (id: string) => boolean; slowMs?: number }) {
   const socketPath = path.join(res.tmpDir(), 's.sock');
   const { slowMs, ...limits } = options;
   const server = res.server({
@@ -43,6 +45,31 @@ describe('connection limits', () => {
     expect(String((refused['error'] as { message: string }).message)).toMatch(/maxClients/);
     await waitEvent(c.socket, 'close');
     await expect(a.request(2, 'test.slow', {})).resolves.toMatchObject({ result: { done: true } });
+  });
+
+  it('gives a refused connection its descriptor back once the error is written, not when the peer closes', async () => {
+    // Peers that never close their side (allowHalfOpen) and a grace period far longer than the
+    // test: only closing on the written error keeps the server's descriptors from piling up.
+    const { server, socketPath } = serve({ maxClients: 1, closeGraceMs: 60_000 });
+    await server.listen();
+    const held = await res.raw(socketPath);
+    await expect(held.request(1, 'test.slow', {})).resolves.toMatchObject({ result: { done: true } });
+    const openFds = (): number => readdirSync('/proc/self/fd').length;
+    const before = openFds();
+    const refused: Socket[] = [];
+    res.add(() => refused.forEach((s) => s.destroy()));
+    const answers = Array.from({ length: 30 }, () => {
+      const sock = connect({ path: socketPath, allowHalfOpen: true });
+      refused.push(sock);
+      let got = '';
+      sock.on('data', (d: Buffer) => (got += d.toString()));
+      return new Promise<string>((r) => sock.once('end', () => r(got)));
+    });
+    for (const got of await Promise.all(answers)) expect(JSON.parse(got)).toMatchObject({ id: null, error: { code: -32008 } });
+    await new Promise((r) => setTimeout(r, 50));
+    // 30 client ends stay open in this process; the 30 server ends must be gone (a few spare for
+    // whatever else the test process opens meanwhile).
+    expect(openFds() - before).toBeLessThan(30 + 8);
   });
 
   it('closes an idle connection with -32009 unless keepIdle says it waits for pushes', async () => {
