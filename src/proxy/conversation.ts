@@ -87,6 +87,11 @@ export class Conversation {
   private readonly seen = new Set<string>();
   /** Ids of the last exchange of the newest request (never compacted). */
   private lastProtected = new Set<string>();
+  /**
+   * Recall tool answers given so far, by handle and room: every later request repeats each
+   * call, and archived originals never change, so each is read and counted once.
+   */
+  private readonly recallAnswers = new Map<string, string>();
   private queue: Promise<unknown> = Promise.resolve();
   private readonly log: Logger;
 
@@ -297,6 +302,20 @@ export class Conversation {
       locs.forEach((loc, i) => edits.set(loc as string, i === 0 ? { drop: true, insert: { role: r.role, text: r.text } } : { drop: true }));
     }
     return edits;
+  }
+
+  /**
+   * The recall tool's answer for `handle` cut to `room` tokens: remembered from an earlier
+   * request, else `read` (an answer it says not to keep, such as an unreadable archive, is
+   * read again next time).
+   */
+  recallAnswer(handle: string, room: number, read: () => { text: string; keep: boolean }): string {
+    const key = `${handle}\u0000${room}`;
+    const known = this.recallAnswers.get(key);
+    if (known !== undefined) return known;
+    const { text, keep } = read();
+    if (keep) this.recallAnswers.set(key, text);
+    return text;
   }
 
   /** Tokens the active replacements save. */
