@@ -9,7 +9,7 @@
  * reserve, and it plans down to reserve + hysteresis, so rewrites come in batches.
  */
 import { createHash } from 'node:crypto';
-import type { Message } from '../model/messages.js';
+import { messageContentKey, type Message } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { SUMMARY_ID_PREFIX } from '../model/index.js';
@@ -83,7 +83,11 @@ export class Conversation {
   /** Digests of the items of the list last forwarded. */
   private lastSent: string[] | undefined;
   private readonly summaryCache = new SummaryCache();
-  /** Ids of every conversation message seen so far (so `fresh` holds each original once). */
+  /**
+   * Content keys (position among the conversation's messages + what the message says) of
+   * every message seen so far, so `fresh` holds each original once. Not the chained ids:
+   * those change with the system prompt or tool list, which would re-add the whole history.
+   */
   private readonly seen = new Set<string>();
   /** Ids of the last exchange of the newest request (never compacted). */
   private lastProtected = new Set<string>();
@@ -152,9 +156,12 @@ export class Conversation {
   /** Messages of the conversation not seen before, in order (system prompt and tool definitions left out). */
   private freshOriginals(parsed: ParsedRequest): Message[] {
     const out: Message[] = [];
+    let position = 0;
     for (const it of parsed.items) {
-      if (it.loc === 'tools' || it.loc === 'sys' || it.loc.startsWith('sys.') || this.seen.has(it.message.id)) continue;
-      this.seen.add(it.message.id);
+      if (it.loc === 'tools' || it.loc === 'sys' || it.loc.startsWith('sys.')) continue;
+      const key = createHash('sha256').update(`${position++}\u0000${messageContentKey(it.message)}`).digest('base64');
+      if (this.seen.has(key)) continue;
+      this.seen.add(key);
       out.push(it.message);
     }
     return out;

@@ -4,8 +4,9 @@
  * own "unknown tool" result, the same way on every request, and off by default.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { anthropicFormat, openaiChatFormat, openaiResponsesFormat, type ProviderFormatName } from '../../src/proxy/index.js';
+import type { ProviderFormatName } from '../../src/proxy/index.js';
 import { canonicalJson } from '../../src/proxy/request.js';
+import { FORMATS } from './agent.js';
 import { proxyRig, type ProxyHarness } from './helpers.js';
 import { anthropicProblems, chatProblems, responsesProblems } from './validate.js';
 
@@ -153,8 +154,6 @@ describe.each([anthropic, chat, responses])('the contextd_recall tool ($format)'
     expect(conversation?.model.messages().some((m) => m.text.includes(ORIGINAL))).toBe(true);
   });
 });
-
-const FORMATS = { anthropic: anthropicFormat, 'openai-chat': openaiChatFormat, 'openai-responses': openaiResponsesFormat } as const;
 
 describe.each([anthropic, chat, responses])('a request with recall calls costs what it adds ($format)', (shape) => {
   it('is parsed once, and each archived answer is read from the archive once per conversation', async () => {
