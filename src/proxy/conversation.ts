@@ -13,7 +13,7 @@ import { messageContentKey, type Message } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { SUMMARY_ID_PREFIX } from '../model/index.js';
-import { applyPlan, planCompaction, SummaryCache, type CompactableModel, type Plan, type Summarizer } from '../compact/index.js';
+import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type CompactableModel, type Plan, type Summarizer } from '../compact/index.js';
 import type { Logger } from '../util/logger.js';
 import { describeError } from '../util/errors.js';
 import { canonicalJson, type ItemEdit, type JsonObject, type ParsedRequest, type ProviderFormat, type ProviderFormatName } from './request.js';
@@ -242,18 +242,11 @@ export class Conversation {
       else this.log.info({ tokens: model.tokens(), total: model.budget().total, targetHeadroom: targetHeadroom ?? null }, 'compaction asked for but nothing can be compacted');
       return undefined;
     }
-    const originals = new Map(edits.map((e) => [e.editId, e.replaces.flatMap((sid) => [...model.messagesOf(sid)])]));
+    const raw = archiveEntries(model, edits, { sessionId: this.id, planId: plan.planId, createdAt: plan.createdAt });
+    const originals = new Map(raw.map((e) => [e.editId, e.messages]));
     const chosen: Plan = { ...plan, edits };
     try {
-      const filter = this.deps.archiveFilter;
-      const entries = await Promise.all(
-        edits.map(async (e) => {
-          const messages = originals.get(e.editId) ?? [];
-          const f = filter ? await filter(messages) : { messages: [...messages], findings: [] };
-          return { handle: e.handle, sessionId: this.id, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: f.messages, tokens: e.tokensBefore, createdAt: plan.createdAt, redactions: f.findings };
-        }),
-      );
-      this.deps.archive?.putMany(entries);
+      this.deps.archive?.putMany(await redactEntries(raw, this.deps.archiveFilter));
     } catch (err) {
       // Without the originals archived a summary's handle would point at nothing: do not apply.
       this.log.error({ err: describeError(err) }, 'cannot archive originals: plan not applied');
