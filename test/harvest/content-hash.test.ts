@@ -68,6 +68,26 @@ describe('content hash of a harvested transcript', () => {
     expect(store.harvestedSession('work')?.messageCount).toBe(13);
   });
 
+  it('a grown transcript skipped as low value keeps its template link; growing on, it stays one session of that template', async () => {
+    const dir = tempDir();
+    const path = codingSession().writeTo(join(dir, 'work.jsonl'));
+    const { store, db } = tempStore();
+    expect((await harvestFiles([path], deps(store))).harvested).toBe(1);
+    const templateId = store.list()[0]?.id ?? '';
+    const turn = (ask: string, answer: string): string => `${JSON.stringify({ role: 'user', content: ask })}\n${JSON.stringify({ role: 'assistant', content: answer })}\n`;
+    appendFileSync(path, turn('also run the linter', 'The linter passes too.'));
+    // its new state scores under the bar: skipped, but its earlier harvest still counts in the template
+    const skipped = await harvestFiles([path], { ...deps(store), minValue: 2 });
+    expect(skipped.skippedReasons['low-value']).toBe(1);
+    expect(store.harvestedSession('work')).toMatchObject({ templateId, skipped: 'low-value', messageCount: 13 });
+    appendFileSync(path, turn('and format the code', 'Formatted.'));
+    expect((await harvestFiles([path], deps(store))).harvested).toBe(1);
+    expect(store.count()).toBe(1);
+    expect(store.get(templateId)?.sessionCount).toBe(1);
+    expect(db.prepare(`SELECT COUNT(*) AS n FROM template_sessions WHERE session_id = 'work'`).get()).toEqual({ n: 1 });
+    expect(store.harvestedSession('work')).toMatchObject({ templateId, skipped: null, messageCount: 15 });
+  });
+
   it('migration 6 adds the content hash to a version-5 database; older rows are still found by id', () => {
     const path = join(tempDir(), 'contextd.db');
     const old = new Database(path);
