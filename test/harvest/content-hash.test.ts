@@ -27,6 +27,38 @@ describe('content hash of a harvested transcript', () => {
     expect(contentHashChain([])).toEqual([]);
   });
 
+  it('hashes what messages say, not their ids, timestamps or offsets', () => {
+    const a = codingSession().messages;
+    const renamed = a.map((m, i) => ({
+      ...m,
+      id: `uuid-${i}`,
+      timestamp: (m.timestamp ?? 0) + 3_600_000,
+      sourceOffset: 17 + i * 100,
+      ...(m.toolCallId ? { toolCallId: `other_${m.toolCallId}` } : {}),
+      ...(m.toolCalls ? { toolCalls: m.toolCalls.map((c) => ({ ...c, id: `other_${c.id}` })) } : {}),
+    }));
+    expect(contentHashChain(renamed)).toEqual(contentHashChain(a));
+    const edited = a.map((m, i) => (i === 2 ? { ...m, toolCalls: m.toolCalls?.map((c) => ({ ...c, arguments: '{"path":"src/lexer.ts"}' })) } : m));
+    expect(contentHashChain(edited).slice(0, 2)).toEqual(contentHashChain(a).slice(0, 2));
+    expect(contentHashChain(edited)[2]).not.toBe(contentHashChain(a)[2]);
+    const failed = a.map((m, i) => (i === 4 ? { ...m, isError: !m.isError } : m));
+    expect(contentHashChain(failed).at(-1)).not.toBe(contentHashChain(a).at(-1));
+  });
+
+  it('counts a re-export of a transcript under new tool call ids and line offsets once', async () => {
+    const dir = tempDir();
+    const first = codingSession().writeTo(join(dir, 'first.jsonl'));
+    // the same conversation written again: other call ids, and a blank line first (every offset moves)
+    const again = join(dir, 'exported.jsonl');
+    writeFileSync(again, `\n${readFileSync(first, 'utf8').replaceAll('"call_', '"call_exp')}`);
+    const { store } = tempStore();
+    const r = await harvestFiles([first, again], deps(store));
+    expect(r.files).toBe(2);
+    expect(r.harvested).toBe(1);
+    expect(r.skippedReasons['already-harvested']).toBe(1);
+    expect(store.list().map((t) => t.sessionCount)).toEqual([1]);
+  });
+
   it('counts the same transcript once however many copies, under any path or name', async () => {
     const dir = tempDir();
     const original = codingSession().writeTo(join(dir, 'original.jsonl'));
