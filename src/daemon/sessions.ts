@@ -4,7 +4,7 @@ import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
-import { applyPlan, planCompaction, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptFile } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
@@ -658,14 +658,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   private async archiveOriginals(s: LiveSession, model: SessionModel, plan: Plan, generation: number): Promise<boolean> {
-    const filter = this.deps.archiveFilter;
-    const entries = await Promise.all(
-      plan.edits.map(async (e) => {
-        const originals = e.replaces.flatMap((id) => [...model.messagesOf(id)]);
-        const f = filter ? await filter(originals) : { messages: originals, findings: [] };
-        return { handle: e.handle, sessionId: s.sessionId, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: f.messages, tokens: e.tokensBefore, createdAt: plan.createdAt, redactions: f.findings };
-      }),
-    );
+    const entries = await redactEntries(archiveEntries(model, plan.edits, { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt }), this.deps.archiveFilter);
     if (s.life.generation !== generation) return false;
     this.deps.archive.putMany(entries);
     const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);
