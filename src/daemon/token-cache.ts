@@ -48,7 +48,8 @@ export class SqliteTokenCountCache implements TokenCountCache {
 
   getMany(encoding: string, textsList: readonly (readonly string[])[]): (readonly number[] | undefined)[] {
     const hashes = textsList.map(contentHash);
-    const out: (readonly number[] | undefined)[] = hashes.map((h) => this.pending.get(`${encoding}\u0000${h.toString('base64')}`)?.counts);
+    // (a restart's batches find nothing pending: no key strings made for them)
+    const out: (readonly number[] | undefined)[] = this.pending.size === 0 ? new Array<undefined>(hashes.length).fill(undefined) : hashes.map((h) => this.pending.get(`${encoding}\u0000${h.toString('base64')}`)?.counts);
     const missing = hashes.filter((_, i) => out[i] === undefined);
     if (missing.length === 0) return out;
     let stored: Map<string, number[]>;
