@@ -165,7 +165,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const sessionId = s.sessionId;
     s.tailOffset = toOffset;
     s.model.applyAll(events);
-    s.history.push(events);
     const now = this.now();
     const grew = events.some((e) => e.type === 'message');
     s.life.touched(now, grew);
@@ -208,7 +207,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
   }
 
-  /** Drop a session's model, history and caches; it keeps its id, tail offset and lifecycle. */
+  /** Drop a session's model and caches; it keeps its id, tail offset and lifecycle. */
   private release(s: LiveSession): void {
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
@@ -216,7 +215,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.life.released(s.model.version);
     s.released = { offset: s.tailOffset ?? 0, headroom };
     s.model = this.newModel(s.sessionId);
-    s.history.clear();
     s.summaryCache = new SummaryCache();
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset }, 'session released from memory (memory budget); rebuilt from its transcript when needed');
     this.deps.memoryFreed?.();
@@ -252,7 +250,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
     const model = this.newModel(s.sessionId);
     model.applyAll(read.events);
-    s.history.push(read.events);
     s.model = model;
     s.released = undefined;
     s.life.restored(model.version);
@@ -383,7 +380,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const s = this.sessions.get(sessionId);
     if (!s || s.fed) return;
     s.model = this.newModel(sessionId);
-    s.history.clear();
     s.released = undefined;
     s.pending.length = 0;
     s.tailOffset = undefined;
