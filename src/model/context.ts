@@ -185,8 +185,9 @@ export class LiveContext {
     this.densityStale.delete(rec);
   }
 
-  appendMessage(message: Message): void {
-    const entry = buildEntry(message, this.counter, this.index, this.tokenCache);
+  /** `counts`: the message's token counts when already known (a batch looked up by `countMessages`). */
+  appendMessage(message: Message, counts?: readonly number[]): void {
+    const entry = buildEntry(message, this.counter, this.index, this.tokenCache, counts);
     this.entries.push(entry);
     this.entryById.set(message.id, entry);
 
