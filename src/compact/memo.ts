@@ -49,9 +49,10 @@ export function memoList<T>(msgs: readonly Message[], name: string, compute: (ms
     perList.set(last, slots);
   }
   const hit = slots.get(name);
-  if (hit && sameList(hit.msgs, msgs)) return hit.value as T;
+  if (hit && (hit.msgs === msgs || sameList(hit.msgs, msgs))) return hit.value as T;
   const value = compute(msgs);
-  slots.set(name, { msgs: [...msgs], value });
+  // a frozen list (the model's own, stable until the section changes) is kept as it is
+  slots.set(name, { msgs: Object.isFrozen(msgs) ? msgs : [...msgs], value });
   return value;
 }
 

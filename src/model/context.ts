@@ -29,6 +29,12 @@ function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): vo
   best?.argmaxOf.add(rec);
 }
 
+/** Drops a section's cached message list (its fragments changed). */
+function forgetMessages(rec: SectionRec): void {
+  rec.messages = undefined;
+  rec.messageIds = undefined;
+}
+
 export class LiveContext {
   /** Live entries in context order. */
   entries: Entry[] = [];
@@ -49,6 +55,8 @@ export class LiveContext {
   private nextSectionNo = 1;
   private nextSeq = 1;
   totalTokens = 0;
+  /** `messages()` as last built; undefined after a change other than an append. */
+  private messageList: readonly Message[] | undefined;
   /** Sections with a seq below this belong to a turn that ended (turn-end event); 0 = open. */
   turnEndSeq = 0;
 
@@ -57,18 +65,30 @@ export class LiveContext {
     private readonly tokenCache?: TokenCountCache,
   ) {}
 
-  /** The live messages in order (split messages show only their live parts). */
-  messages(): Message[] {
-    const out: Message[] = [];
-    for (const e of this.entries) {
-      const m = projectEntry(e);
-      if (m) out.push(m);
+  /**
+   * The live messages in order (split messages show only their live parts). Kept between
+   * calls (an append extends it, other changes drop it), so a re-plan sees the same message
+   * objects as the plan before.
+   */
+  messages(): readonly Message[] {
+    if (!this.messageList) {
+      const out: Message[] = [];
+      for (const e of this.entries) {
+        const m = projectEntry(e);
+        if (m) out.push(m);
+      }
+      this.messageList = Object.freeze(out);
     }
-    return out;
+    return this.messageList;
   }
 
   /** The messages of one section; for a call split out of a multi-call message, a view with only that call. */
-  messagesOf(rec: SectionRec): Message[] {
+  messagesOf(rec: SectionRec): readonly Message[] {
+    rec.messages ??= Object.freeze(this.projectRec(rec));
+    return rec.messages;
+  }
+
+  private projectRec(rec: SectionRec): Message[] {
     const byEntry = new Map<Entry, Fragment[]>();
     for (const f of rec.frags) {
       const list = byEntry.get(f.entry);
@@ -97,6 +117,7 @@ export class LiveContext {
    * summary's section record.
    */
   replace(recs: readonly SectionRec[], message: Message, extra: Pick<SectionRec, 'summary'>): SectionRec {
+    this.messageList = undefined;
     const doomed = new Set(recs);
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
@@ -189,6 +210,8 @@ export class LiveContext {
     const entry = buildEntry(message, this.counter, this.index, this.tokenCache);
     this.entries.push(entry);
     this.entryById.set(message.id, entry);
+    // an appended message is whole (no part of it compacted yet): the list grows by itself
+    if (this.messageList) this.messageList = Object.freeze([...this.messageList, message]);
 
     if (message.role === 'tool') {
       const frag = entry.frags[0] as Fragment;
@@ -278,6 +301,8 @@ export class LiveContext {
       argmaxOf: new Set(),
       groupKey: groupKeyOf(base, extra.toolName),
       live: true,
+      messages: undefined,
+      messageIds: undefined,
       ...extra,
     };
     for (const f of frags) {
@@ -308,6 +333,7 @@ export class LiveContext {
   private attach(rec: SectionRec, frag: Fragment): void {
     frag.section = rec;
     rec.frags.push(frag);
+    forgetMessages(rec);
     rec.tokens += frag.tokens;
     this.totalTokens += frag.tokens;
     this.index.remove(rec.stats);
@@ -320,9 +346,11 @@ export class LiveContext {
   private detach(frag: Fragment): void {
     const rec = frag.section;
     if (!rec) return;
+    this.messageList = undefined;
     frag.section = undefined;
     const i = rec.frags.indexOf(frag);
     if (i >= 0) rec.frags.splice(i, 1);
+    forgetMessages(rec);
     if (rec.frags.length === 0) {
       rec.tokens -= frag.tokens;
       // dropSection subtracts rec.tokens (now 0) — account for the fragment here.
@@ -381,6 +409,7 @@ export class LiveContext {
     if (at < 0) return;
     const dropped = this.entries.slice(at + 1);
     this.entries = this.entries.slice(0, at + 1);
+    this.messageList = undefined;
     for (const e of dropped) {
       e.live = false;
       if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
@@ -392,6 +421,7 @@ export class LiveContext {
   }
 
   clear(): void {
+    this.messageList = undefined;
     for (const e of this.entries) e.live = false;
     this.entries = [];
     this.entryById.clear();

@@ -129,7 +129,7 @@ export function scoreAll(ctx: ScoringContext): Section[] {
       id: rec.id,
       sessionId: ctx.sessionId,
       messageRange: { start: range.start, end: range.end },
-      messageIds: [...new Set(rec.frags.map((f) => f.entry.message.id))],
+      messageIds: (rec.messageIds ??= Object.freeze([...new Set(rec.frags.map((f) => f.entry.message.id))])),
       kind: kinds[i]!,
       priority: priorities[i]!,
       relevance: factors.relevance,

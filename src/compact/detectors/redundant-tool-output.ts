@@ -77,6 +77,24 @@ function linesMissingFrom(msgs: readonly Message[], newer: LineHashes, max: numb
   return out;
 }
 
+/** How many lines an older output's pointer lists as missing from the newer one. */
+const EXCEPT_LINES = 6;
+
+/**
+ * `linesMissingFrom(msgs, newer, EXCEPT_LINES)`, memoized per message list and newer line set
+ * (both unchanged across re-plans until a newer output of the same call arrives): the older
+ * output is not split into lines again on every plan.
+ */
+function exceptOf(msgs: readonly Message[], newer: LineHashes): readonly string[] {
+  const byNewer = memoList(msgs, 'redundant-except', () => new WeakMap<LineHashes, readonly string[]>());
+  let except = byNewer.get(newer);
+  if (!except) {
+    except = Object.freeze(linesMissingFrom(msgs, newer, EXCEPT_LINES));
+    byNewer.set(newer, except);
+  }
+  return except;
+}
+
 /**
  * Tool, invocation key and output line set of a section's messages (null: no call or no
  * output). The line set of the joined outputs is the ordered union of each result's lines.
@@ -182,7 +200,7 @@ export const redundantToolOutput: Detector = {
           if (ok && (!best || sim > best.sim)) best = { entry: newer, sim };
         }
         if (!best) continue;
-        const except = linesMissingFrom(msgsOf(older.section), best.entry.lines, 6);
+        const except = exceptOf(msgsOf(older.section), best.entry.lines);
         out.push({
           sectionIds: [older.section.id],
           reason: 'redundant-tool-output',
