@@ -29,6 +29,18 @@ function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): vo
   best?.argmaxOf.add(rec);
 }
 
+/** Index of the first of `members` (sorted by seq) with a seq above `seq`. */
+function firstNewer(members: readonly SectionRec[], seq: number): number {
+  let lo = 0;
+  let hi = members.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((members[mid] as SectionRec).seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Drops a section's cached message list (its fragments changed). */
 function forgetMessages(rec: SectionRec): void {
   rec.messages = undefined;
@@ -171,11 +183,30 @@ export class LiveContext {
       for (const x of rec.argmaxOf) this.densityStale.add(x);
       this.densityStale.add(rec);
     }
+    // Each group's live members in seq order (a group's set is filled in creation order, but a
+    // member may have been re-added); built once per pass, for the groups touched.
+    const ordered = new Map<string, SectionRec[]>();
+    const membersOf = (key: string): SectionRec[] => {
+      let list = ordered.get(key);
+      if (!list) {
+        list = [...(this.groups.get(key) ?? [])].sort((a, b) => a.seq - b.seq);
+        ordered.set(key, list);
+      }
+      return list;
+    };
+    // Members that keep their best match (not stale): a changed newer section may beat it.
+    // After a restart every section is stale and this pass has nothing to do.
+    const keeping = new Map<string, SectionRec[]>();
     for (const rec of dirty) {
-      const group = this.groups.get(rec.groupKey);
-      if (!group || !rec.features) continue;
-      for (const older of group) {
-        if (older.seq >= rec.seq || !older.features || this.densityStale.has(older)) continue;
+      if (!rec.features) continue;
+      let keepers = keeping.get(rec.groupKey);
+      if (!keepers) {
+        keepers = membersOf(rec.groupKey).filter((r) => r.features !== undefined && !this.densityStale.has(r));
+        keeping.set(rec.groupKey, keepers);
+      }
+      for (const older of keepers) {
+        if (older.seq >= rec.seq) break;
+        if (!older.features) continue;
         const sim = similarity(older.features, rec.features);
         if (sim > older.maxNewer) setBest(older, rec, sim);
       }
@@ -183,10 +214,10 @@ export class LiveContext {
     for (const rec of this.densityStale) {
       if (!rec.live || !rec.features) continue;
       setBest(rec, undefined, 0);
-      const group = this.groups.get(rec.groupKey);
-      if (!group) continue;
-      for (const newer of group) {
-        if (newer.seq <= rec.seq || !newer.features) continue;
+      const members = membersOf(rec.groupKey);
+      for (let i = firstNewer(members, rec.seq); i < members.length; i++) {
+        const newer = members[i] as SectionRec;
+        if (!newer.features) continue;
         const sim = similarity(rec.features, newer.features);
         if (sim > rec.maxNewer) setBest(rec, newer, sim);
       }
