@@ -41,6 +41,13 @@ function dfTermsOf(m: Message): ReadonlySet<string> {
  * arguments mention a term, and how many messages contain it. Grown in place when the list
  * only grew (a re-plan after an appended line reads the new messages only).
  */
+let referenceReads = 0;
+
+/** Messages read into term references so far in this process (each once per list it joins). */
+export function referenceMessagesRead(): number {
+  return referenceReads;
+}
+
 class TermRefs {
   readonly lastRef: Map<string, number>;
   readonly df: Map<string, number>;
@@ -55,6 +62,7 @@ class TermRefs {
   }
 
   extend(messages: readonly Message[]): void {
+    referenceReads += Math.max(0, messages.length - this.messages.length);
     for (let i = this.messages.length; i < messages.length; i++) {
       const m = messages[i] as Message;
       for (const t of refTermsOf(m)) this.lastRef.set(t, i);
