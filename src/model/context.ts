@@ -5,7 +5,8 @@
  */
 import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
-import { similarity } from './density.js';
+import { SharedBins, similarity, type DensityFeatures } from './density.js';
+
 import {
   buildEntry,
   computeFeatures,
@@ -21,6 +22,9 @@ import {
 } from './fragments.js';
 import { EMPTY_TERM_VECTOR, TermIndex } from './relevance.js';
 import type { TokenCountCache, TokenCounter } from './tokens.js';
+
+/** From this many stale sections in a group, their matches are searched through shared bins. */
+const SHARED_BINS_FROM = 16;
 
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
   rec.maxNewerRec?.argmaxOf.delete(rec);
@@ -211,15 +215,29 @@ export class LiveContext {
         if (sim > older.maxNewer) setBest(older, rec, sim);
       }
     }
+    // Stale sections look for their best newer match again: among all newer members, or — when
+    // many of a group are stale (a restart) — among those sharing a bin value (the rest are 0).
+    const staleBy = new Map<string, SectionRec[]>();
     for (const rec of this.densityStale) {
       if (!rec.live || !rec.features) continue;
-      setBest(rec, undefined, 0);
-      const members = membersOf(rec.groupKey);
-      for (let i = firstNewer(members, rec.seq); i < members.length; i++) {
-        const newer = members[i] as SectionRec;
-        if (!newer.features) continue;
-        const sim = similarity(rec.features, newer.features);
-        if (sim > rec.maxNewer) setBest(rec, newer, sim);
+      const list = staleBy.get(rec.groupKey);
+      if (list) list.push(rec);
+      else staleBy.set(rec.groupKey, [rec]);
+    }
+    for (const [key, stale] of staleBy) {
+      const members = membersOf(key);
+      const shared = stale.length >= SHARED_BINS_FROM ? new SharedBins(members.map((m) => m.features)) : undefined;
+      for (const rec of stale) {
+        const features = rec.features as DensityFeatures;
+        setBest(rec, undefined, 0);
+        const from = firstNewer(members, rec.seq);
+        const consider = (newer: SectionRec): void => {
+          if (!newer.features) return;
+          const sim = similarity(features, newer.features);
+          if (sim > rec.maxNewer) setBest(rec, newer, sim);
+        };
+        if (shared) for (const i of shared.sharingFrom(from, features)) consider(members[i] as SectionRec);
+        else for (let i = from; i < members.length; i++) consider(members[i] as SectionRec);
       }
     }
     this.densityStale.clear();

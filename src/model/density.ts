@@ -29,6 +29,7 @@ export const MIN_SHINGLES_FOR_REPETITION = 20;
 const EMPTY_BIN = 0xffffffff;
 const BIN_SHIFT = 26; // 2^6 = MINHASH_SLOTS bins
 const VALUE_MASK = (1 << BIN_SHIFT) - 1;
+const BIN_VALUES = 1 << BIN_SHIFT;
 
 /** Shingle-level features of a text or section. */
 export interface DensityFeatures {
@@ -101,6 +102,41 @@ export function similarity(a: DensityFeatures, b: DensityFeatures): number {
   }
   const s = used === 0 ? 0 : same / used;
   return s < SIMILARITY_NOISE ? 0 : s;
+}
+
+/**
+ * Which fingerprints of a list share a bin value: only such pairs can have a similarity
+ * above 0 (no equal bin → 0), so a section's best newer match is found among them instead
+ * of the whole group — after a restart every section of a group looks for its best match.
+ */
+export class SharedBins {
+  private readonly byValue = new Map<number, number[]>();
+
+  constructor(list: readonly (DensityFeatures | undefined)[]) {
+    list.forEach((f, i) => {
+      if (!f || f.empty) return;
+      for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
+        const v = f.signature[bin] as number;
+        if (v === EMPTY_BIN) continue;
+        const key = bin * BIN_VALUES + v;
+        const at = this.byValue.get(key);
+        if (at) at.push(i);
+        else this.byValue.set(key, [i]);
+      }
+    });
+  }
+
+  /** Positions ≥ `from` whose fingerprint shares a bin value with `f`, ascending. */
+  sharingFrom(from: number, f: DensityFeatures): number[] {
+    if (f.empty) return [];
+    const found = new Set<number>();
+    for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
+      const v = f.signature[bin] as number;
+      if (v === EMPTY_BIN) continue;
+      for (const i of this.byValue.get(bin * BIN_VALUES + v) ?? []) if (i >= from) found.add(i);
+    }
+    return [...found].sort((a, b) => a - b);
+  }
 }
 
 /** 1 for varied text, lower for text that repeats the same shingles. */
