@@ -105,6 +105,8 @@ export class LiveContext {
   }
 
   private projectRec(rec: SectionRec): Message[] {
+    const only = rec.frags.length === 1 ? rec.frags[0] : undefined;
+    if (only) return [only.entry.frags.length === 1 ? only.entry.message : projectFragments(only.entry.message, [only])];
     const byEntry = new Map<Entry, Fragment[]>();
     for (const f of rec.frags) {
       const list = byEntry.get(f.entry);

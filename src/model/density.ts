@@ -29,7 +29,6 @@ export const MIN_SHINGLES_FOR_REPETITION = 20;
 const EMPTY_BIN = 0xffffffff;
 const BIN_SHIFT = 26; // 2^6 = MINHASH_SLOTS bins
 const VALUE_MASK = (1 << BIN_SHIFT) - 1;
-const BIN_VALUES = 1 << BIN_SHIFT;
 
 /** Shingle-level features of a text or section. */
 export interface DensityFeatures {
@@ -110,32 +109,46 @@ export function similarity(a: DensityFeatures, b: DensityFeatures): number {
  * of the whole group — after a restart every section of a group looks for its best match.
  */
 export class SharedBins {
-  private readonly byValue = new Map<number, number[]>();
+  /** Per bin: value → positions holding it, ascending (values are small integers). */
+  private readonly bins: Map<number, number[]>[] = Array.from({ length: MINHASH_SLOTS }, () => new Map<number, number[]>());
+  private readonly mark: Uint32Array;
+  private stamp = 0;
 
   constructor(list: readonly (DensityFeatures | undefined)[]) {
+    this.mark = new Uint32Array(list.length);
     list.forEach((f, i) => {
       if (!f || f.empty) return;
       for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
         const v = f.signature[bin] as number;
         if (v === EMPTY_BIN) continue;
-        const key = bin * BIN_VALUES + v;
-        const at = this.byValue.get(key);
+        const byValue = this.bins[bin] as Map<number, number[]>;
+        const at = byValue.get(v);
         if (at) at.push(i);
-        else this.byValue.set(key, [i]);
+        else byValue.set(v, [i]);
       }
     });
   }
 
   /** Positions ≥ `from` whose fingerprint shares a bin value with `f`, ascending. */
   sharingFrom(from: number, f: DensityFeatures): number[] {
-    if (f.empty) return [];
-    const found = new Set<number>();
+    const out: number[] = [];
+    if (f.empty) return out;
+    const stamp = ++this.stamp;
     for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
       const v = f.signature[bin] as number;
       if (v === EMPTY_BIN) continue;
-      for (const i of this.byValue.get(bin * BIN_VALUES + v) ?? []) if (i >= from) found.add(i);
+      const at = (this.bins[bin] as Map<number, number[]>).get(v);
+      if (!at) continue;
+      for (let k = at.length - 1; k >= 0; k--) {
+        const i = at[k] as number;
+        if (i < from) break;
+        if (this.mark[i] !== stamp) {
+          this.mark[i] = stamp;
+          out.push(i);
+        }
+      }
     }
-    return [...found].sort((a, b) => a - b);
+    return out.sort((a, b) => a - b);
   }
 }
 
