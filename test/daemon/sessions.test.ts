@@ -35,7 +35,8 @@ function setup(opts: { full?: boolean; redact?: boolean } = {}) {
   const logger = pino({ level: 'debug' }, sink);
   const freed: number[] = [];
   const manager = new SessionManager(
-    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 },
+    // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
+    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
     { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
   );
   if (opts.full) {
@@ -145,7 +146,7 @@ describe('SessionManager', () => {
     const planned = nextPlan(manager);
     manager.ingest('/t/d.jsonl', 'd', 'openai-chat', events(10));
     const plan = await planned;
-    const same = { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 };
+    const same = { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 };
     manager.reconfigure(same);
     expect(manager.openPlanCount('d')).toBe(1);
     manager.reconfigure({ ...same, budgetTokens: 30_000 });
@@ -183,5 +184,80 @@ describe('SessionManager', () => {
     expect(withFindings?.redactions?.[0]).toMatchObject({ rule: expect.any(String), count: expect.any(Number) });
     expect(JSON.stringify(withFindings?.messages)).toContain('[REDACTED:');
     await manager.drain();
+  });
+});
+
+describe('SessionManager run queue (transcript batches and plans in turns)', () => {
+  /** Split events into `n` batches of about the same length. */
+  const batches = (evs: readonly TranscriptEvent[], n: number): TranscriptEvent[][] => {
+    const size = Math.ceil(evs.length / n);
+    return Array.from({ length: Math.ceil(evs.length / size) }, (_, i) => evs.slice(i * size, (i + 1) * size));
+  };
+
+  it('answers a request between turns: asked while 50 sessions have plans queued, before the queue drains', async () => {
+    const { manager } = setup();
+    const planned: string[] = [];
+    manager.on('plan', (s) => planned.push(s.sessionId));
+    const ids = Array.from({ length: 50 }, (_, i) => `s${String(i).padStart(2, '0')}`);
+    for (const id of ids) manager.enqueue(`/t/${id}.jsonl`, id, 'openai-chat', events(10), 1000, 1000);
+    // Every session exists at once (subscribe by path works); its model catches up in its turn.
+    expect(manager.all().map((s) => s.sessionId)).toEqual(ids);
+    expect(manager.get('s49')?.model.tokens()).toBe(0);
+    // What daemon.status reads, asked from the event loop as a socket request would be.
+    const seen = await new Promise<{ plans: number; sessions: number }>((resolve) => setImmediate(() => resolve({ plans: planned.length, sessions: manager.all().length })));
+    expect(seen.sessions).toBe(50);
+    expect(seen.plans).toBeLessThan(50);
+    await vi.waitFor(() => expect(planned).toHaveLength(50), { timeout: 60_000 });
+    // Round-robin: plans in the order the sessions' lines arrived.
+    expect(planned).toEqual(ids);
+  });
+
+  it('a busy session never delays another: its backlog is applied over several turns, then planned once', async () => {
+    const { manager } = setup();
+    const planned: { id: string; tokens: number }[] = [];
+    manager.on('plan', (s, plan) => planned.push({ id: s.sessionId, tokens: plan.tokensBefore }));
+    const a = batches(events(10), 20);
+    for (const [i, b] of a.entries()) manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', b, (i + 1) * 100, 100);
+    manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', events(10), 1000, 1000);
+    await vi.waitFor(() => expect(planned.map((p) => p.id)).toEqual(['b', 'a']), { timeout: 60_000 });
+    await manager.settled();
+    // 'a' was planned once, on everything its 20 batches held (the same as one batch would give).
+    const reference = setup().manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
+    expect(planned[1]?.tokens).toBe(reference.model.tokens());
+    expect(manager.get('a')?.tailOffset).toBe(a.length * 100);
+    await manager.drain();
+    expect(planned.filter((p) => p.id === 'a')).toHaveLength(1);
+  });
+
+  it('a request that reads the model sees every batch read; a rewrite or removal drops what waited', async () => {
+    const { manager } = setup();
+    const s = manager.enqueue('/t/c.jsonl', 'c', 'openai-chat', events(2), 500, 500);
+    expect(s.model.tokens()).toBe(0);
+    await manager.requireLoaded('c');
+    expect(s.model.tokens()).toBeGreaterThan(0);
+    manager.enqueue('/t/c.jsonl', 'c', 'openai-chat', extra(1), 600, 100);
+    manager.resetSession('/t/c.jsonl', 'c', 'truncated');
+    await manager.settled();
+    expect(manager.get('c')?.model.tokens()).toBe(0);
+    manager.enqueue('/t/d.jsonl', 'd', 'openai-chat', events(2), 500, 500);
+    manager.removeSession('d');
+    await manager.settled();
+    expect(manager.get('d')).toBeUndefined();
+  });
+
+  it('backpressure: room() waits while more than the high-water mark of bytes is queued, settled() until all is applied', async () => {
+    const { manager } = setup();
+    expect(manager.room()).toBeUndefined();
+    manager.enqueue('/t/e.jsonl', 'e', 'openai-chat', events(2), 500, 40 * 1024 * 1024);
+    const room = manager.room();
+    expect(room).toBeInstanceOf(Promise);
+    let free = false;
+    void room?.then(() => (free = true));
+    await Promise.resolve();
+    expect(free).toBe(false);
+    await manager.settled();
+    await room;
+    expect(free).toBe(true);
+    expect(manager.get('e')?.model.tokens()).toBeGreaterThan(0);
   });
 });
