@@ -69,7 +69,7 @@ export { ADVISORY_PLAN_INTERVAL_MS };
  */
 export const TURN_SLICE_MS = 4;
 /** Bytes of read-but-unapplied transcript above which the tailer waits before reading more. */
-export const INGEST_HIGH_WATER_BYTES = 32 * 1024 * 1024;
+export const INGEST_HIGH_WATER_BYTES = 8 * 1024 * 1024;
 
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
@@ -86,7 +86,8 @@ export interface SessionManagerEvents {
  *
  * Scheduling: transcript batches (`enqueue`) and plans wait in one round-robin run queue of
  * sessions. A session's turn applies every batch it has waiting (coalesced: one re-plan for
- * many appends), then makes its plan if one is due. The pump runs turns for at most
+ * many appends), then makes its plan if one is due; a backlog longer than a slice puts the
+ * plan off by one turn at most, so plans go on under sustained load. The pump runs turns for at most
  * TURN_SLICE_MS and then yields to the event loop, so socket requests interleave with the
  * work, and a busy session goes to the back of the queue instead of delaying the others.
  */
@@ -97,6 +98,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly runQueue = new Set<LiveSession>();
   /** Sessions whose turn makes a plan. */
   private readonly planQueue = new Set<LiveSession>();
+  /** Sessions whose plan was put off once for their backlog (the next turn plans whatever is left). */
+  private readonly deferredPlans = new Set<LiveSession>();
   /** Transcript batches read but not applied yet. */
   private readonly queued = new IngestQueue<LiveSession>();
   private pumping: Promise<void> | undefined;
@@ -314,8 +317,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       });
       await s.restoring;
     }
-    // Whoever reads the model sees every line read so far, not only those whose turn came.
-    if (this.queued.has(s)) this.applyQueued(s);
+    // Whoever reads the model sees every line read so far, not only those whose turn came:
+    // applied here ahead of its turn, in slices with a yield between (a long backlog never
+    // blocks the event loop at once).
+    while (this.queued.has(s) && this.sessions.get(s.sessionId) === s && !s.fed) {
+      if (this.applyQueued(s, performance.now() + (this.options.turnSliceMs ?? TURN_SLICE_MS))) break;
+      await yieldToEventLoop();
+    }
     return s;
   }
 
@@ -485,6 +493,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.planTimer = undefined;
     this.planQueue.delete(s);
     this.runQueue.delete(s);
+    this.deferredPlans.delete(s);
     this.queued.drop(s);
     this.sessions.delete(sessionId);
     this.byFile.delete(s.file);
@@ -511,7 +520,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return this.idle
       .due(this.now())
       .map((id) => this.sessions.get(id))
-      .filter((s): s is LiveSession => s !== undefined && !s.ended);
+      // a session with read lines still to apply is active, only behind
+      .filter((s): s is LiveSession => s !== undefined && !s.ended && !this.queued.has(s));
   }
 
   /**
@@ -590,6 +600,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.closing = true;
     this.planQueue.clear();
     this.runQueue.clear();
+    this.deferredPlans.clear();
     this.queued.releaseAll();
     for (const s of this.sessions.values()) {
       if (s.planTimer) clearTimeout(s.planTimer);
@@ -703,11 +714,17 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.runQueue.delete(s);
     if (!this.sessions.has(s.sessionId)) return;
     if (this.queued.has(s) && !this.applyQueued(s, deadline)) {
-      this.runQueue.add(s); // the rest in a later turn; its plan once all is applied
-      return;
+      this.runQueue.add(s); // the rest in a later turn
+      // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:
+      // under sustained load the backlog never empties, and plans must still be made.
+      if (!this.planQueue.has(s) || !this.deferredPlans.delete(s)) {
+        this.deferredPlans.add(s);
+        return;
+      }
     }
     if (!this.planQueue.has(s) || this.closing) return;
     this.planQueue.delete(s);
+    this.deferredPlans.delete(s);
     // Decide again: the session may have changed while it waited.
     const zone = zoneOf(s.model.headroom(), this.options);
     const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());

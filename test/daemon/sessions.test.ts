@@ -20,7 +20,7 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idleTimeoutMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -36,8 +36,8 @@ function setup(opts: { full?: boolean; redact?: boolean } = {}) {
   const freed: number[] = [];
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
-    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
-    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
+    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
   );
   if (opts.full) {
     // A real SQLITE_FULL from here on: the file may not grow past its current size.
@@ -212,21 +212,25 @@ describe('SessionManager run queue (transcript batches and plans in turns)', () 
     expect(planned).toEqual(ids);
   });
 
-  it('a busy session never delays another: its backlog is applied over several turns, then planned once', async () => {
+  it('a busy session never delays another: its backlog is applied over several turns, its plans coalesced', async () => {
     const { manager } = setup();
     const planned: { id: string; tokens: number }[] = [];
     manager.on('plan', (s, plan) => planned.push({ id: s.sessionId, tokens: plan.tokensBefore }));
     const a = batches(events(10), 20);
     for (const [i, b] of a.entries()) manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', b, (i + 1) * 100, 100);
     manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', events(10), 1000, 1000);
-    await vi.waitFor(() => expect(planned.map((p) => p.id)).toEqual(['b', 'a']), { timeout: 60_000 });
+    await vi.waitFor(() => expect(planned.map((p) => p.id)).toContain('a'), { timeout: 60_000 });
+    // 'b' arrived behind 20 batches of 'a' and was planned first.
+    expect(planned[0]?.id).toBe('b');
     await manager.settled();
-    // 'a' was planned once, on everything its 20 batches held (the same as one batch would give).
-    const reference = setup().manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
-    expect(planned[1]?.tokens).toBe(reference.model.tokens());
-    expect(manager.get('a')?.tailOffset).toBe(a.length * 100);
     await manager.drain();
-    expect(planned.filter((p) => p.id === 'a')).toHaveLength(1);
+    const ofA = planned.filter((p) => p.id === 'a');
+    // A plan waits one turn for the backlog at most (so plans go on under load), never one per batch.
+    expect(ofA.length).toBeLessThanOrEqual(Math.ceil(a.length / 2));
+    // The last plan of 'a' saw everything its 20 batches held (the same as one batch would give).
+    const reference = setup().manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
+    expect(ofA.at(-1)?.tokens).toBe(reference.model.tokens());
+    expect(manager.get('a')?.tailOffset).toBe(a.length * 100);
   });
 
   it('a request that reads the model sees every batch read; a rewrite or removal drops what waited', async () => {
@@ -243,6 +247,18 @@ describe('SessionManager run queue (transcript batches and plans in turns)', () 
     manager.removeSession('d');
     await manager.settled();
     expect(manager.get('d')).toBeUndefined();
+  });
+
+  it('a session with read lines still waiting for its turn is behind, not idle: never harvested as idle', async () => {
+    let clock = 1_000_000;
+    const { manager } = setup({ now: () => clock, idleTimeoutMs: 1_000 });
+    manager.ingest('/t/f.jsonl', 'f', 'openai-chat', events(1));
+    clock += 5_000;
+    manager.enqueue('/t/f.jsonl', 'f', 'openai-chat', extra(1), 2_000, 100);
+    expect(manager.idleSessions()).toEqual([]);
+    await manager.settled();
+    clock += 5_000;
+    expect(manager.idleSessions().map((s) => s.sessionId)).toEqual(['f']);
   });
 
   it('backpressure: room() waits while more than the high-water mark of bytes is queued, settled() until all is applied', async () => {
