@@ -21,7 +21,12 @@ export interface ProxiedLink {
  */
 export class LiveSession {
   readonly life: SessionLifecycle;
-  /** Every message decoded so far, for harvest (no re-read of the transcript). */
+  /**
+   * Every message of a session without a transcript (fed over the socket, or through the
+   * proxy), for harvest. A tailed session keeps none: its transcript is the history, read back
+   * when it is harvested (`harvestEndOffset`), so what a session holds in memory is its model,
+   * which the memory budget counts.
+   */
   readonly history = new SessionHistory();
   /** Templates bootstrapped into this session (fed success counts on session.end). */
   readonly bootstrappedTemplates = new Set<string>();
@@ -36,6 +41,11 @@ export class LiveSession {
   summaryCache = new SummaryCache();
   /** File offset just past the last transcript line applied (tailed sessions). */
   tailOffset: number | undefined;
+  /**
+   * File offset just past the last line read into the session manager's run queue (applied or
+   * still waiting for its turn); undefined when nothing was queued since the last rewrite.
+   */
+  queuedOffset: number | undefined;
   /**
    * Set while the model is released from memory (memory budget): the transcript offset it was
    * built up to and its headroom then (for status). Rebuilt from the transcript on demand.
@@ -67,6 +77,19 @@ export class LiveSession {
     readonly source: 'transcript' | 'proxy' = 'transcript',
   ) {
     this.life = new SessionLifecycle(now);
+  }
+
+  /** Whether harvest reads this session from its transcript (a tailed session not fed over the socket). */
+  get harvestsFromTranscript(): boolean {
+    return this.source === 'transcript' && this.fed === undefined;
+  }
+
+  /**
+   * How far the transcript was read (appends waiting for a released model included): a
+   * harvest reads the file up to here, the same lines the model was given.
+   */
+  harvestEndOffset(): number {
+    return this.queuedOffset ?? this.pending.at(-1)?.toOffset ?? this.tailOffset ?? 0;
   }
 
   /** The headroom now, or as it was when the model was released. */

@@ -4,7 +4,7 @@ import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
-import { applyPlan, planCompaction, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptFile } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
@@ -178,6 +178,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const s = this.open(file, sessionId, format);
     if (s.fed || this.closing) return s;
     this.queued.push(s, { events, toOffset, bytes });
+    if (toOffset !== undefined) s.queuedOffset = toOffset;
     this.schedule(s);
     return s;
   }
@@ -249,7 +250,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const sessionId = s.sessionId;
     s.tailOffset = toOffset;
     s.model.applyAll(events);
-    s.history.push(events);
     const now = this.now();
     const grew = events.some((e) => e.type === 'message');
     s.life.touched(now, grew);
@@ -292,7 +292,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
   }
 
-  /** Drop a session's model, history and caches; it keeps its id, tail offset and lifecycle. */
+  /** Drop a session's model and caches; it keeps its id, tail offset and lifecycle. */
   private release(s: LiveSession): void {
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
@@ -300,7 +300,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.life.released(s.model.version);
     s.released = { offset: s.tailOffset ?? 0, headroom };
     s.model = this.newModel(s.sessionId);
-    s.history.clear();
     s.summaryCache = new SummaryCache();
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset }, 'session released from memory (memory budget); rebuilt from its transcript when needed');
     this.deps.memoryFreed?.();
@@ -344,7 +343,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
     const model = this.newModel(s.sessionId);
     model.applyAll(read.events);
-    s.history.push(read.events);
     s.model = model;
     s.released = undefined;
     s.life.restored(model.version);
@@ -476,8 +474,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!s || s.fed) return;
     // Batches read before the rewrite describe what is gone.
     this.queued.drop(s);
+    s.queuedOffset = undefined;
     s.model = this.newModel(sessionId);
-    s.history.clear();
     s.released = undefined;
     s.pending.length = 0;
     s.tailOffset = undefined;
@@ -795,19 +793,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   private async archiveOriginals(s: LiveSession, model: SessionModel, plan: Plan, generation: number): Promise<boolean> {
-    const filter = this.deps.archiveFilter;
-    const archive = this.deps.archive;
-    const entries = await Promise.all(
-      plan.edits.map(async (e) => {
-        // A handle names its originals, and archived rows are never deleted: an edit proposed
-        // again (the plan before was rejected or superseded) is only relinked by putMany, so its
-        // originals are neither gathered nor scanned for secrets a second time.
-        const known = archive.has(e.handle);
-        const originals = known ? [] : e.replaces.flatMap((id) => [...model.messagesOf(id)]);
-        const f = filter && !known ? await filter(originals) : { messages: originals, findings: [] };
-        return { handle: e.handle, sessionId: s.sessionId, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: f.messages, tokens: e.tokensBefore, createdAt: plan.createdAt, redactions: f.findings };
-      }),
-    );
+    const at = { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt };
+    // A handle names its originals, and archived rows are never deleted: an edit proposed again
+    // (the plan before was rejected or superseded) is only relinked by putMany, so its originals
+    // are neither gathered nor scanned for secrets a second time.
+    const known = new Set(plan.edits.filter((e) => this.deps.archive.has(e.handle)).map((e) => e.handle));
+    const fresh = await redactEntries(archiveEntries(model, plan.edits.filter((e) => !known.has(e.handle)), at), this.deps.archiveFilter);
+    const relinked = archiveEntries({ messagesOf: () => [] }, plan.edits.filter((e) => known.has(e.handle)), at).map((e) => ({ ...e, redactions: [] }));
+    const entries = [...fresh, ...relinked];
     if (s.life.generation !== generation) return false;
     this.deps.archive.putMany(entries);
     const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);

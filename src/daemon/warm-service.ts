@@ -1,4 +1,5 @@
-import { harvestSession } from '../harvest/index.js';
+import { harvestSession, loadTranscriptPrefix, type LoadedSession } from '../harvest/index.js';
+import type { TranscriptFormat } from '../ingest/types.js';
 import { redactSync } from '../harvest/redact.js';
 import { bootstrap, recordOutcome, type BootstrapResult } from '../warm/index.js';
 import { TemplateStore } from '../store/templates.js';
@@ -11,6 +12,8 @@ export interface WarmServiceDeps {
   readonly logger: Logger;
   readonly tokenCounter: TokenCounter;
   readonly now?: () => number;
+  /** Longest transcript line parsed when a session is read back for harvest (default 8 MiB, as the tailer). */
+  readonly maxLineBytes?: number;
 }
 
 /**
@@ -30,10 +33,7 @@ export class WarmService {
   }
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
-    // The whole history as decoded by the tailer (compacted-away originals included, the
-    // agent's own compactions ignored): harvest wants the originals, and needs no re-read.
-    // A session fed over the socket has the messages the agent sent.
-    const { messages, meta } = s.history.snapshot(s.sessionId);
+    const { messages, meta } = await this.source(s);
     this.log.debug({ sessionId: s.sessionId, messages: messages.length, outcome }, 'harvest started');
     const result = await harvestSession(
       { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },
@@ -43,6 +43,17 @@ export class WarmService {
     if (used.size > 0 && outcome !== 'unknown') recordOutcome([...used], outcome, { store: this.store });
     this.log.info({ sessionId: s.sessionId, outcome, templateId: result.templateId ?? null, value: result.value, skipped: result.skipped ?? null, feedback: used.size }, 'session harvested');
     return { harvested: result.templateId ? 1 : 0 };
+  }
+
+  /**
+   * The whole history of a session, compacted-away originals included and the agent's own
+   * compactions ignored: harvest wants the originals. A tailed session's transcript is read
+   * back up to where the tailer had read (the daemon keeps no second copy of it in memory); a
+   * session fed over the socket or through the proxy has the messages the agent sent.
+   */
+  private source(s: LiveSession): Promise<LoadedSession> {
+    if (!s.harvestsFromTranscript) return Promise.resolve(s.history.snapshot(s.sessionId));
+    return loadTranscriptPrefix(s.file, s.sessionId, s.format as TranscriptFormat, s.harvestEndOffset(), this.deps.maxLineBytes);
   }
 
   /** Templates a connection was given by warm.bootstrap. */
