@@ -569,6 +569,9 @@ export class Tailer extends EventEmitter<TailerEvents> {
     let size = s.size;
     let first = true;
     while (this.active && !st.gone) {
+      const wait = this.options.gate?.();
+      if (wait) await wait;
+      if (!this.active || st.gone) break;
       // The first read starts FINGERPRINT_BYTES early: the bytes before the offset must still be ours.
       const lead = first ? Math.min(st.tail.length, st.readPos) : 0;
       const want = Math.min(this.options.readChunkBytes, Math.max(MIN_READ_BYTES, size - st.readPos));
