@@ -7,7 +7,9 @@
  * bounded by `--timeout-ms` (default 150), so it answers promptly whether the daemon is up or
  * down, and a watchdog ends it after 5 s whatever happens. `bin/contextd.js` routes `hook`
  * here directly (not through the full command table) to keep start-up short; heavy modules
- * (SQLite, tiktoken) load only on the paths that need them.
+ * (SQLite, tiktoken) load only on the paths that need them: with the daemon down, a first
+ * prompt is bootstrapped from the warm snapshot (one JSON file) and SQLite is opened only
+ * when there is no usable snapshot.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +20,7 @@ import { PENDING_DIR } from '../integrations/hook-settings.js';
 import { AGENTS, answerHook, type AgentName } from '../integrations/answer.js';
 import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/hooks.js';
 import { resolveStateDir, stateDbPath } from '../store/paths.js';
+import type { SnapshotTemplateSource } from '../warm/snapshot-source.js';
 
 export interface HookFlags {
   readonly socket?: string;
@@ -99,12 +102,19 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
     rpc: (method, params) => callOnce(socketPath, timeoutMs, method, params),
     note: (msg, fields) => notes.push({ msg, ...fields }),
     async localBootstrap(task, repo, budgetTokens): Promise<BootstrapAnswer | undefined> {
+      const source = await snapshotSource(stateDir, notes);
+      if (source) {
+        const { bootstrap } = await import('../warm/bootstrap.js');
+        notes.push({ msg: 'warm bootstrap read from the warm snapshot', writtenAt: new Date(source.writtenAt).toISOString() });
+        return { ...bootstrap({ task, repo, budgetTokens }, { store: source, tokenCounter: BYTE_BOUND_COUNTER }), tokensAtMost: true };
+      }
       const dbPath = stateDbPath(stateDir);
       if (!existsSync(dbPath)) return undefined;
       const [{ openDb }, { TemplateStore }, { bootstrap }] = await Promise.all([import('../store/db.js'), import('../store/templates.js'), import('../warm/bootstrap.js')]);
       const db = openDb(dbPath, { readonly: true });
       try {
         const answer = bootstrap({ task, repo, budgetTokens }, { store: new TemplateStore(db), tokenCounter: BYTE_BOUND_COUNTER });
+        notes.push({ msg: 'warm bootstrap read from the template store' });
         return { ...answer, tokensAtMost: true };
       } finally {
         db.close();
@@ -124,6 +134,20 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
       return text;
     },
   };
+}
+
+/**
+ * The warm snapshot the daemon keeps beside the store, or undefined: none there, or one that
+ * cannot be used (noted in hooks.log; the caller reads the store instead).
+ */
+async function snapshotSource(stateDir: string, notes: Record<string, unknown>[]): Promise<SnapshotTemplateSource | undefined> {
+  const { readWarmSnapshot } = await import('../warm/snapshot-source.js');
+  try {
+    return readWarmSnapshot(stateDir);
+  } catch (err) {
+    notes.push({ msg: 'warm snapshot unusable; reading the template store', err: (err as Error).message, code: (err as { code?: unknown }).code });
+    return undefined;
+  }
 }
 
 async function archiveOriginals(stateDir: string, entry: ArchiveEntry): Promise<void> {

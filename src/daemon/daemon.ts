@@ -112,7 +112,7 @@ export class Daemon {
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
     });
-    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now });
+    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, stateDir: o.stateDir });
     this.sessions.on('plan', (s, plan) => {
       const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
       if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');

@@ -1,6 +1,7 @@
 import { harvestSession } from '../harvest/index.js';
 import { redactSync } from '../harvest/redact.js';
 import { bootstrap, recordOutcome, type BootstrapResult } from '../warm/index.js';
+import { refreshWarmSnapshot } from '../warm/snapshot.js';
 import { TemplateStore } from '../store/templates.js';
 import type { Db } from '../store/index.js';
 import type { TokenCounter } from '../model/tokens.js';
@@ -11,6 +12,8 @@ export interface WarmServiceDeps {
   readonly logger: Logger;
   readonly tokenCounter: TokenCounter;
   readonly now?: () => number;
+  /** State folder to keep the warm snapshot in (read by `contextd hook` while the daemon is down); none when unset. */
+  readonly stateDir?: string;
 }
 
 /**
@@ -27,6 +30,13 @@ export class WarmService {
   constructor(db: Db, private readonly deps: WarmServiceDeps) {
     this.store = new TemplateStore(db);
     this.log = deps.logger.child({ component: 'warm' });
+    // A store from before snapshots (or changed by a command while the daemon was down) gets one now.
+    this.refreshSnapshot();
+  }
+
+  /** Rewrite the warm snapshot from the store (a no-op without a state folder). */
+  refreshSnapshot(): void {
+    if (this.deps.stateDir !== undefined) refreshWarmSnapshot(this.store, this.deps.stateDir, this.deps.logger, this.deps.now?.());
   }
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
@@ -40,7 +50,8 @@ export class WarmService {
       { store: this.store, tokenCounter: this.deps.tokenCounter, logger: this.deps.logger, ...(this.deps.now ? { now: this.deps.now } : {}) },
     );
     const used = new Set([...s.bootstrappedTemplates, ...(connectionId ? (this.bootstrapped.get(connectionId) ?? []) : [])]);
-    if (used.size > 0 && outcome !== 'unknown') recordOutcome([...used], outcome, { store: this.store });
+    const fedBack = used.size > 0 && outcome !== 'unknown' ? recordOutcome([...used], outcome, { store: this.store }) : 0;
+    if (result.templateId || fedBack > 0) this.refreshSnapshot();
     this.log.info({ sessionId: s.sessionId, outcome, templateId: result.templateId ?? null, value: result.value, skipped: result.skipped ?? null, feedback: used.size }, 'session harvested');
     return { harvested: result.templateId ? 1 : 0 };
   }
