@@ -182,6 +182,11 @@ export class Daemon {
     if (this.stopping) return;
     this.stateValue = 'running';
     this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
+    // The first warm.bootstrap runs cold (~150 ms of JIT, statements, first encodes): longer than
+    // a hook waits. Pay it now, once, instead of on an agent's first prompt.
+    setImmediate(() => {
+      if (!this.stopping) this.warm?.warmUp();
+    });
   }
 
   /** Drain in-flight plans, flush SQLite, close and remove the socket. Idempotent. */

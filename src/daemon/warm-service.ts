@@ -1,6 +1,6 @@
 import { harvestSession } from '../harvest/index.js';
 import { redactSync } from '../harvest/redact.js';
-import { bootstrap, recordOutcome, type BootstrapResult } from '../warm/index.js';
+import { bootstrap, DEFAULT_BOOTSTRAP_BUDGET, recordOutcome, type BootstrapResult } from '../warm/index.js';
 import { refreshWarmSnapshot } from '../warm/snapshot.js';
 import { TemplateStore } from '../store/templates.js';
 import type { Db } from '../store/index.js';
@@ -54,6 +54,18 @@ export class WarmService {
     if (result.templateId || fedBack > 0) this.refreshSnapshot();
     this.log.info({ sessionId: s.sessionId, outcome, templateId: result.templateId ?? null, value: result.value, skipped: result.skipped ?? null, feedback: used.size }, 'session harvested');
     return { harvested: result.templateId ? 1 : 0 };
+  }
+
+  /**
+   * Serve one throwaway bootstrap (read-only, recorded nowhere), so the first agent's hook does
+   * not pay for cold code paths and statements; a failure here is only logged.
+   */
+  warmUp(): void {
+    try {
+      bootstrap({ task: 'warm up: fix the failing test in the build', budgetTokens: DEFAULT_BOOTSTRAP_BUDGET }, { store: this.store, tokenCounter: this.deps.tokenCounter });
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'bootstrap warm-up failed');
+    }
   }
 
   /** Templates a connection was given by warm.bootstrap. */

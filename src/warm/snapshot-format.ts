@@ -9,7 +9,7 @@
  * the writer (snapshot.ts, which needs the store) and the reader (snapshot-source.ts, which
  * must not) can share it.
  */
-import type { KnowledgeItem, Template, UserPattern } from '../store/templates.js';
+import type { KnowledgeItem, Template, TemplateItem, UserPattern } from '../store/templates.js';
 
 /** File name of the snapshot inside the state folder. */
 export const WARM_SNAPSHOT_FILE = 'warm-snapshot.json';
@@ -30,8 +30,12 @@ export interface SnapshotSearchText {
   readonly body: string;
 }
 
+/** An item or knowledge item without its confidence: that is recomputed from evidence and age on read. */
+export type Unscored<T> = Omit<T, 'confidence'>;
+
 /** A template as stored in the snapshot: its knowledge by id (shared with the repo lists), plus its search text. */
-export interface SnapshotTemplate extends Omit<Template, 'knowledge'> {
+export interface SnapshotTemplate extends Omit<Template, 'knowledge' | 'items'> {
+  readonly items: readonly Unscored<TemplateItem>[];
   readonly knowledgeIds: readonly number[];
   readonly search: SnapshotSearchText;
 }
@@ -46,7 +50,7 @@ export interface WarmSnapshotFile {
   /** Every template, newest first (the store's `list()` order). */
   readonly templates: readonly SnapshotTemplate[];
   /** Every knowledge item a template links to or a repo list names. */
-  readonly knowledge: readonly KnowledgeItem[];
+  readonly knowledge: readonly Unscored<KnowledgeItem>[];
   /** repo → ids of its own knowledge, the store's pick (most evidence, newest, at most 100). */
   readonly repoKnowledge: Readonly<Record<string, readonly number[]>>;
   /** Promoted user patterns of every repo, most frequent first. */

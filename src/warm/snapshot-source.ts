@@ -10,11 +10,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { itemConfidence } from '../store/knowledge.js';
+import { itemConfidence } from '../store/confidence.js';
 import type { KnowledgeItem, Template, TemplateSummary, UserPattern } from '../store/templates.js';
 import type { TaskType } from '../text/tasks.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import { WARM_SNAPSHOT_FILE, WARM_SNAPSHOT_FORMAT, WARM_SNAPSHOT_VERSION, type SnapshotTemplate, type WarmSnapshotFile } from './snapshot-format.js';
+import { WARM_SNAPSHOT_FILE, WARM_SNAPSHOT_FORMAT, WARM_SNAPSHOT_VERSION, type SnapshotTemplate, type Unscored, type WarmSnapshotFile } from './snapshot-format.js';
 import type { TemplateSource } from './source.js';
 
 const BM25_K1 = 1.2;
@@ -106,7 +106,7 @@ export function readWarmSnapshot(stateDir: string): SnapshotTemplateSource | und
 /** The template store's read queries, answered from a snapshot. */
 export class SnapshotTemplateSource implements TemplateSource {
   private readonly byId: Map<string, SnapshotTemplate>;
-  private readonly knowledgeById: Map<number, KnowledgeItem>;
+  private readonly knowledgeById: Map<number, Unscored<KnowledgeItem>>;
   private readonly avgLength: number;
 
   constructor(private readonly file: WarmSnapshotFile) {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { KnowledgeItem, TemplateStore } from '../store/templates.js';
 import { writeFileAtomicSync } from '../util/atomic-write.js';
 import type { Logger } from '../util/logger.js';
-import { WARM_SNAPSHOT_FILE, WARM_SNAPSHOT_FORMAT, WARM_SNAPSHOT_VERSION, type SnapshotSearchText, type SnapshotTemplate, type WarmSnapshotFile } from './snapshot-format.js';
+import { WARM_SNAPSHOT_FILE, WARM_SNAPSHOT_FORMAT, WARM_SNAPSHOT_VERSION, type SnapshotSearchText, type SnapshotTemplate, type Unscored, type WarmSnapshotFile } from './snapshot-format.js';
 import { fts5Tokens } from './snapshot-source.js';
 
 /** Most templates a snapshot holds; a larger store gets none. */
@@ -27,9 +27,9 @@ function searchText(body: string): SnapshotSearchText {
 
 /** Everything a bootstrap reads from `store`, as one snapshot document. */
 export function buildWarmSnapshot(store: TemplateStore, now: number = Date.now()): WarmSnapshotFile {
-  const knowledge = new Map<number, KnowledgeItem>();
+  const knowledge = new Map<number, Unscored<KnowledgeItem>>();
   const keep = (items: readonly KnowledgeItem[]): number[] =>
-    items.map((k) => {
+    items.map(({ confidence: _c, ...k }) => {
       knowledge.set(k.id, k);
       return k.id;
     });
@@ -37,8 +37,9 @@ export function buildWarmSnapshot(store: TemplateStore, now: number = Date.now()
   for (const summary of store.list()) {
     const t = store.get(summary.id, now);
     if (!t) continue;
-    const { knowledge: linked, ...rest } = t;
-    templates.push({ ...rest, knowledgeIds: keep(linked), search: searchText(store.searchBody(t.id) ?? '') });
+    const { knowledge: linked, items, ...rest } = t;
+    const unscored = items.map(({ confidence: _c, ...item }) => item);
+    templates.push({ ...rest, items: unscored, knowledgeIds: keep(linked), search: searchText(store.searchBody(t.id) ?? '') });
   }
   const repoKnowledge: Record<string, number[]> = {};
   for (const repo of store.knowledgeRepos()) repoKnowledge[repo] = keep(store.knowledgeFor([], repo, now));
