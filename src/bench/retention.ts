@@ -329,7 +329,7 @@ export async function benchRetention(opts: RetentionOptions): Promise<Record<str
             if (stateProbeKept(p, hay, normalizeProbe)) sc.kept[p.kind] = (sc.kept[p.kind] ?? 0) + 1;
             else lost.push(p.kind);
           }
-          archive.putMany(archiveEntries(model, res, Date.now()));
+          archive.putMany(archiveEntries(model, res.edits, { sessionId: model.sessionId, createdAt: Date.now() }));
           const handles = quotedHandles(res.messages);
           sc.handles += handles.length;
           sc.unresolvedHandles += handles.filter((h) => archive.get(h) === undefined).length;

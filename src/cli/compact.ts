@@ -30,7 +30,7 @@ interface CompactFlags {
  * recall h_…` (same `--state`) returns them. Returns how many were archived.
  */
 function archiveOriginals(model: SessionModel, result: CompactResult, stateDir: string | undefined): number {
-  const entries = archiveEntries(model, result, Date.now());
+  const entries = archiveEntries(model, result.edits, { sessionId: model.sessionId, createdAt: Date.now() });
   if (entries.length === 0) return 0;
   const db = openStateForCli(stateDir, { create: true });
   try {

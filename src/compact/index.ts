@@ -5,8 +5,9 @@
 export * from './types.js';
 export { planCompaction, applyPlan, handleFor, targetTokensFor, toCountedTokens, toCalibratedTokens, compactionTarget, detectorContext, SummaryCache, DEFAULT_HYSTERESIS, DEFAULT_SOFT_WATERMARK } from './planner.js';
 export type { PlanOptions } from './planner.js';
-export { archiveEntries, compactWithStrategy, renderSections, MASK_PLACEHOLDER, MIDDLE_HEAD_MESSAGES, MIDDLE_SUMMARY_RATIO } from './strategies.js';
-export type { ArchiveEntry, StrategyOptions } from './strategies.js';
+export { compactWithStrategy, renderSections, MASK_PLACEHOLDER, MIDDLE_HEAD_MESSAGES, MIDDLE_SUMMARY_RATIO } from './strategies.js';
+export type { StrategyOptions } from './strategies.js';
+export { archiveEntries, redactEntries, type ArchiveEntry, type ArchivableEdit, type OriginalsFilter, type RedactionTally } from './archive-entries.js';
 export { CRUFT_DETECTORS, runDetectors, lowScore, redundantToolOutput, staleRead, supersededReasoning, verboseErrorTrace } from './detectors/index.js';
 export { createExtractiveSummarizer, createOpenAISummarizer, createSummarizer, extractiveSummary } from './summarize/index.js';
 export type { OpenAISummarizer, OpenAISummarizerConfig, SummarizerSpec, SummarizerStats } from './summarize/index.js';

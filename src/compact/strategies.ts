@@ -11,7 +11,6 @@
  */
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import type { ScoreFactors, Section } from '../model/types.js';
-import type { Message } from '../model/messages.js';
 import { compactionTarget, planCompaction, toCalibratedTokens } from './planner.js';
 import { renderMessage, renderText, repairPairs, totalTokens, type Rendered } from './render.js';
 import { extractiveSummary } from './summarize/extractive.js';
@@ -240,28 +239,4 @@ function middle(model: CompactableModel, groups: readonly Group[], target: numbe
     tail = tail.slice(1);
   }
   return [[...rendered, ...tail.flatMap((g) => g.rendered)], edits];
-}
-
-/** An archive record of one edit's originals (the shape the store's `Archive.putMany` takes). */
-export interface ArchiveEntry {
-  readonly handle: string;
-  readonly sessionId: string;
-  readonly editId: string;
-  readonly reason: string;
-  readonly sectionIds: readonly string[];
-  readonly messages: readonly Message[];
-  readonly tokens: number;
-  readonly createdAt: number;
-}
-
-/**
- * The originals of every edit of `result` whose summary quotes a recall handle, ready to be
- * archived, so that every quoted handle resolves. Data only: the caller writes them.
- */
-export function archiveEntries(model: CompactableModel & { readonly sessionId: string }, result: CompactResult, now: number): ArchiveEntry[] {
-  return result.edits.flatMap((e) =>
-    e.handle === undefined
-      ? []
-      : [{ handle: e.handle, sessionId: model.sessionId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: e.replaces.flatMap((id) => [...model.messagesOf(id)]), tokens: e.tokensBefore, createdAt: now }],
-  );
 }

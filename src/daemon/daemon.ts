@@ -112,7 +112,7 @@ export class Daemon {
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
     });
-    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, stateDir: o.stateDir });
+    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, stateDir: o.stateDir, ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}) });
     this.sessions.on('plan', (s, plan) => {
       const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
       if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');
@@ -319,8 +319,8 @@ export class Daemon {
       // proxied conversations are harvested when the proxy forgets them (proxiedClosed)
       if (s.source === 'proxy') continue;
       if (!sessions.endSession(s)) continue;
-      // a session released from memory is rebuilt for its harvest (then freed below)
-      sessions.restore(s).then(() => this.trackHarvest(s, 'unknown')).then(
+      // harvest reads the transcript itself: a session released from memory stays released
+      this.trackHarvest(s, 'unknown').then(
         (r) => {
           this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
           // Free its model unless a client still follows it: the file stays watched and is read
@@ -367,8 +367,8 @@ export class Daemon {
         const target = this.sessions?.harvestTarget(session);
         if (!target) return Promise.resolve({ harvested: 0 });
         if (target !== session) this.sessions?.endSession(target);
-        // a session released from memory (memory budget) is rebuilt to be harvested
-        return (this.sessions?.restore(target) ?? Promise.resolve(target)).then((t) => this.trackHarvest(t, outcome, connId));
+        // harvest reads a tailed session's transcript itself: one released from memory is not rebuilt for it
+        return this.trackHarvest(target, outcome, connId);
       },
       subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
       status: () => this.status(),

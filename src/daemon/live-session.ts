@@ -21,7 +21,12 @@ export interface ProxiedLink {
  */
 export class LiveSession {
   readonly life: SessionLifecycle;
-  /** Every message decoded so far, for harvest (no re-read of the transcript). */
+  /**
+   * Every message of a session without a transcript (fed over the socket, or through the
+   * proxy), for harvest. A tailed session keeps none: its transcript is the history, read back
+   * when it is harvested (`harvestEndOffset`), so what a session holds in memory is its model,
+   * which the memory budget counts.
+   */
   readonly history = new SessionHistory();
   /** Templates bootstrapped into this session (fed success counts on session.end). */
   readonly bootstrappedTemplates = new Set<string>();
@@ -67,6 +72,19 @@ export class LiveSession {
     readonly source: 'transcript' | 'proxy' = 'transcript',
   ) {
     this.life = new SessionLifecycle(now);
+  }
+
+  /** Whether harvest reads this session from its transcript (a tailed session not fed over the socket). */
+  get harvestsFromTranscript(): boolean {
+    return this.source === 'transcript' && this.fed === undefined;
+  }
+
+  /**
+   * How far the transcript was read (appends waiting for a released model included): a
+   * harvest reads the file up to here, the same lines the model was given.
+   */
+  harvestEndOffset(): number {
+    return this.pending.at(-1)?.toOffset ?? this.tailOffset ?? 0;
   }
 
   /** The headroom now, or as it was when the model was released. */

@@ -4,7 +4,7 @@ import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
-import { applyPlan, planCompaction, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptFile } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
@@ -165,7 +165,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const sessionId = s.sessionId;
     s.tailOffset = toOffset;
     s.model.applyAll(events);
-    s.history.push(events);
     const now = this.now();
     const grew = events.some((e) => e.type === 'message');
     s.life.touched(now, grew);
@@ -208,7 +207,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
   }
 
-  /** Drop a session's model, history and caches; it keeps its id, tail offset and lifecycle. */
+  /** Drop a session's model and caches; it keeps its id, tail offset and lifecycle. */
   private release(s: LiveSession): void {
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
@@ -216,7 +215,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.life.released(s.model.version);
     s.released = { offset: s.tailOffset ?? 0, headroom };
     s.model = this.newModel(s.sessionId);
-    s.history.clear();
     s.summaryCache = new SummaryCache();
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset }, 'session released from memory (memory budget); rebuilt from its transcript when needed');
     this.deps.memoryFreed?.();
@@ -252,7 +250,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
     const model = this.newModel(s.sessionId);
     model.applyAll(read.events);
-    s.history.push(read.events);
     s.model = model;
     s.released = undefined;
     s.life.restored(model.version);
@@ -383,7 +380,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const s = this.sessions.get(sessionId);
     if (!s || s.fed) return;
     s.model = this.newModel(sessionId);
-    s.history.clear();
     s.released = undefined;
     s.pending.length = 0;
     s.tailOffset = undefined;
@@ -662,14 +658,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   private async archiveOriginals(s: LiveSession, model: SessionModel, plan: Plan, generation: number): Promise<boolean> {
-    const filter = this.deps.archiveFilter;
-    const entries = await Promise.all(
-      plan.edits.map(async (e) => {
-        const originals = e.replaces.flatMap((id) => [...model.messagesOf(id)]);
-        const f = filter ? await filter(originals) : { messages: originals, findings: [] };
-        return { handle: e.handle, sessionId: s.sessionId, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: f.messages, tokens: e.tokensBefore, createdAt: plan.createdAt, redactions: f.findings };
-      }),
-    );
+    const entries = await redactEntries(archiveEntries(model, plan.edits, { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt }), this.deps.archiveFilter);
     if (s.life.generation !== generation) return false;
     this.deps.archive.putMany(entries);
     const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);

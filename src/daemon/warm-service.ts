@@ -1,4 +1,5 @@
-import { harvestSession } from '../harvest/index.js';
+import { harvestSession, loadTranscriptPrefix, type LoadedSession } from '../harvest/index.js';
+import type { TranscriptFormat } from '../ingest/types.js';
 import { redactSync } from '../harvest/redact.js';
 import { bootstrap, DEFAULT_BOOTSTRAP_BUDGET, recordOutcome, type BootstrapResult } from '../warm/index.js';
 import { refreshWarmSnapshot } from '../warm/snapshot.js';
@@ -14,6 +15,8 @@ export interface WarmServiceDeps {
   readonly now?: () => number;
   /** State folder to keep the warm snapshot in (read by `contextd hook` while the daemon is down); none when unset. */
   readonly stateDir?: string;
+  /** Longest transcript line parsed when a session is read back for harvest (default 8 MiB, as the tailer). */
+  readonly maxLineBytes?: number;
 }
 
 /**
@@ -40,10 +43,7 @@ export class WarmService {
   }
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
-    // The whole history as decoded by the tailer (compacted-away originals included, the
-    // agent's own compactions ignored): harvest wants the originals, and needs no re-read.
-    // A session fed over the socket has the messages the agent sent.
-    const { messages, meta } = s.history.snapshot(s.sessionId);
+    const { messages, meta } = await this.source(s);
     this.log.debug({ sessionId: s.sessionId, messages: messages.length, outcome }, 'harvest started');
     const result = await harvestSession(
       { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },
@@ -66,6 +66,17 @@ export class WarmService {
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'bootstrap warm-up failed');
     }
+  }
+
+  /**
+   * The whole history of a session, compacted-away originals included and the agent's own
+   * compactions ignored: harvest wants the originals. A tailed session's transcript is read
+   * back up to where the tailer had read (the daemon keeps no second copy of it in memory); a
+   * session fed over the socket or through the proxy has the messages the agent sent.
+   */
+  private source(s: LiveSession): Promise<LoadedSession> {
+    if (!s.harvestsFromTranscript) return Promise.resolve(s.history.snapshot(s.sessionId));
+    return loadTranscriptPrefix(s.file, s.sessionId, s.format as TranscriptFormat, s.harvestEndOffset(), this.deps.maxLineBytes);
   }
 
   /** Templates a connection was given by warm.bootstrap. */

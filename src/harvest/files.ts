@@ -5,7 +5,8 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { TranscriptDecoder } from '../ingest/decoder.js';
+import { TranscriptDecoder, readTranscriptFile } from '../ingest/decoder.js';
+import type { TranscriptFormat } from '../ingest/types.js';
 import { sessionIdForFile } from '../ingest/session-id.js';
 import type { Message, SessionMeta, TranscriptEvent } from '../model/messages.js';
 import type { Outcome } from '../store/templates.js';
@@ -85,6 +86,19 @@ export async function loadTranscript(path: string): Promise<LoadedSession> {
   }
   if (decoder.format === undefined) throw new ContextdError(ErrorCode.FORMAT_UNKNOWN, `transcript format not recognized in ${path}`, { path, bytes: bytes.length, ...c });
   return sessionFromEvents(sessionIdForFile(path), events);
+}
+
+/**
+ * A live session's history for harvest, read back from its transcript: the lines up to
+ * `endOffset` (the tailer's position), decoded as `format`, so the result is what the tailer
+ * applied, compacted-away originals included. The daemon keeps no copy of a tailed session's
+ * messages; the transcript on disk is that copy. Nothing read yet (offset 0) is an empty
+ * session; an unreadable file throws the tailer's own coded errors (FILE_*, NOTHING_READ).
+ */
+export async function loadTranscriptPrefix(path: string, sessionId: string, format: TranscriptFormat, endOffset: number, maxLineBytes?: number): Promise<LoadedSession> {
+  if (endOffset <= 0) return sessionFromEvents(sessionId, []);
+  const read = await readTranscriptFile(path, { format, endOffset, ...(maxLineBytes !== undefined ? { maxLineBytes } : {}) });
+  return sessionFromEvents(sessionId, read.events);
 }
 
 /** Expand files and directories (recursively, `*.jsonl`) into a sorted file list. */

@@ -17,6 +17,7 @@ export {
   harvestFiles,
   harvestFile,
   loadTranscript,
+  loadTranscriptPrefix,
   listTranscriptFiles,
   sessionFromEvents,
   SessionHistory,

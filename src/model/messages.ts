@@ -53,6 +53,28 @@ export interface Message {
   readonly sourceOffset?: number;
 }
 
+/**
+ * What a message says, as text: role, text, reasoning, tool names and arguments, result
+ * flags, images — never its ids (message id, tool call ids), timestamp, model or source
+ * offset. Two messages with equal keys say the same thing, whatever ids a transcript or a
+ * request gave them; the one basis for content identity (harvest's transcript hash, the
+ * proxy's originals).
+ */
+export function messageContentKey(m: Message): string {
+  return JSON.stringify([
+    m.role,
+    m.text,
+    m.reasoning ?? '',
+    (m.toolCalls ?? []).map((c) => [c.name, c.arguments]),
+    m.toolName ?? '',
+    m.isError === true,
+    m.exitCode ?? null,
+    m.injected === true,
+    m.isSummary === true,
+    m.imageCount ?? 0,
+  ]);
+}
+
 /** Session-level facts found in a transcript. */
 export interface SessionMeta {
   readonly sessionId?: string;

@@ -9,11 +9,11 @@
  * reserve, and it plans down to reserve + hysteresis, so rewrites come in batches.
  */
 import { createHash } from 'node:crypto';
-import type { Message } from '../model/messages.js';
+import { messageContentKey, type Message } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { SUMMARY_ID_PREFIX } from '../model/index.js';
-import { applyPlan, planCompaction, SummaryCache, type CompactableModel, type Plan, type Summarizer } from '../compact/index.js';
+import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type CompactableModel, type Plan, type Summarizer } from '../compact/index.js';
 import type { Logger } from '../util/logger.js';
 import { describeError } from '../util/errors.js';
 import { canonicalJson, type ItemEdit, type JsonObject, type ParsedRequest, type ProviderFormat, type ProviderFormatName } from './request.js';
@@ -83,10 +83,19 @@ export class Conversation {
   /** Digests of the items of the list last forwarded. */
   private lastSent: string[] | undefined;
   private readonly summaryCache = new SummaryCache();
-  /** Ids of every conversation message seen so far (so `fresh` holds each original once). */
+  /**
+   * Content keys (position among the conversation's messages + what the message says) of
+   * every message seen so far, so `fresh` holds each original once. Not the chained ids:
+   * those change with the system prompt or tool list, which would re-add the whole history.
+   */
   private readonly seen = new Set<string>();
   /** Ids of the last exchange of the newest request (never compacted). */
   private lastProtected = new Set<string>();
+  /**
+   * Recall tool answers given so far, by handle and room: every later request repeats each
+   * call, and archived originals never change, so each is read and counted once.
+   */
+  private readonly recallAnswers = new Map<string, string>();
   private queue: Promise<unknown> = Promise.resolve();
   private readonly log: Logger;
 
@@ -147,9 +156,12 @@ export class Conversation {
   /** Messages of the conversation not seen before, in order (system prompt and tool definitions left out). */
   private freshOriginals(parsed: ParsedRequest): Message[] {
     const out: Message[] = [];
+    let position = 0;
     for (const it of parsed.items) {
-      if (it.loc === 'tools' || it.loc === 'sys' || it.loc.startsWith('sys.') || this.seen.has(it.message.id)) continue;
-      this.seen.add(it.message.id);
+      if (it.loc === 'tools' || it.loc === 'sys' || it.loc.startsWith('sys.')) continue;
+      const key = createHash('sha256').update(`${position++}\u0000${messageContentKey(it.message)}`).digest('base64');
+      if (this.seen.has(key)) continue;
+      this.seen.add(key);
       out.push(it.message);
     }
     return out;
@@ -230,18 +242,11 @@ export class Conversation {
       else this.log.info({ tokens: model.tokens(), total: model.budget().total, targetHeadroom: targetHeadroom ?? null }, 'compaction asked for but nothing can be compacted');
       return undefined;
     }
-    const originals = new Map(edits.map((e) => [e.editId, e.replaces.flatMap((sid) => [...model.messagesOf(sid)])]));
+    const raw = archiveEntries(model, edits, { sessionId: this.id, planId: plan.planId, createdAt: plan.createdAt });
+    const originals = new Map(raw.map((e) => [e.editId, e.messages]));
     const chosen: Plan = { ...plan, edits };
     try {
-      const filter = this.deps.archiveFilter;
-      const entries = await Promise.all(
-        edits.map(async (e) => {
-          const messages = originals.get(e.editId) ?? [];
-          const f = filter ? await filter(messages) : { messages: [...messages], findings: [] };
-          return { handle: e.handle, sessionId: this.id, planId: plan.planId, editId: e.editId, reason: e.reason, sectionIds: e.replaces, messages: f.messages, tokens: e.tokensBefore, createdAt: plan.createdAt, redactions: f.findings };
-        }),
-      );
-      this.deps.archive?.putMany(entries);
+      this.deps.archive?.putMany(await redactEntries(raw, this.deps.archiveFilter));
     } catch (err) {
       // Without the originals archived a summary's handle would point at nothing: do not apply.
       this.log.error({ err: describeError(err) }, 'cannot archive originals: plan not applied');
@@ -297,6 +302,20 @@ export class Conversation {
       locs.forEach((loc, i) => edits.set(loc as string, i === 0 ? { drop: true, insert: { role: r.role, text: r.text } } : { drop: true }));
     }
     return edits;
+  }
+
+  /**
+   * The recall tool's answer for `handle` cut to `room` tokens: remembered from an earlier
+   * request, else `read` (an answer it says not to keep, such as an unreadable archive, is
+   * read again next time).
+   */
+  recallAnswer(handle: string, room: number, read: () => { text: string; keep: boolean }): string {
+    const key = `${handle}\u0000${room}`;
+    const known = this.recallAnswers.get(key);
+    if (known !== undefined) return known;
+    const { text, keep } = read();
+    if (keep) this.recallAnswers.set(key, text);
+    return text;
   }
 
   /** Tokens the active replacements save. */

@@ -49,6 +49,11 @@ export interface ItemEdit {
 export interface ProviderFormat {
   readonly name: ProviderFormatName;
   parse(body: JsonObject): ParsedRequest;
+  /**
+   * `parse(body).fingerprint` without modelling the request: reads only the system prompt and
+   * the first user item, hashes nothing (the proxy finds the conversation before it rewrites).
+   */
+  fingerprint(body: JsonObject): string;
   /** A new body with the edits applied (the input is not mutated); keys are item locations. */
   render(body: JsonObject, edits: ReadonlyMap<string, ItemEdit>): JsonObject;
 }
@@ -129,5 +134,10 @@ export function protectedFromOf(items: readonly RequestItem[]): number {
 export function fingerprintOf(items: readonly RequestItem[]): string {
   const sys = items.filter((i) => i.loc === 'sys' || i.loc.startsWith('sys.')).map((i) => i.message.text);
   const first = items.find((i) => i.message.role === 'user');
-  return `${sys.join('\n')}\u0000${first?.message.text ?? ''}`;
+  return fingerprintText(sys, first?.message.text);
+}
+
+/** The fingerprint of system prompt texts and the first user item's text (see fingerprintOf). */
+export function fingerprintText(system: readonly string[], firstUser: string | undefined): string {
+  return `${system.join('\n')}\u0000${firstUser ?? ''}`;
 }

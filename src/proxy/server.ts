@@ -260,19 +260,20 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
       return undefined; // the provider answers malformed JSON with its own error
     }
     try {
-      let parsed = format.parse(json);
-      if (parsed.items.length === 0) return undefined;
-      const conversation = this.conversationFor(format, req, json, parsed.fingerprint);
+      // The conversation is found from the system prompt and first message alone (the recall
+      // rewrite leaves both as they are), so the request is modelled once, as forwarded.
+      let conversation: Conversation | undefined;
+      const conversationOf = (): Conversation => (conversation ??= this.conversationFor(format, req, json, format.fingerprint(json)));
       let input = json;
       if (this.options.recallTool) {
         // The model sees (and contextd models) the request with the tool offered and its calls answered.
-        const recall = withRecall(format.name, json, (handle) => this.recallText(conversation, handle));
-        if (recall.body !== json) {
-          input = recall.body;
-          parsed = format.parse(input);
-        }
-        if (recall.answered > 0) this.log.debug({ sessionId: conversation.id, handles: recall.handles }, 'recall tool calls answered from the archive');
+        const recall = withRecall(format.name, json, (handle) => this.recallText(conversationOf(), handle));
+        input = recall.body;
+        if (recall.answered > 0) this.log.debug({ sessionId: conversationOf().id, handles: recall.handles }, 'recall tool calls answered from the archive');
       }
+      const parsed = format.parse(input);
+      if (parsed.items.length === 0) return undefined;
+      conversation = conversationOf();
       const prepared = await conversation.prepare(format, parsed, input);
       this.totals.modelled++;
       this.totals.tokensIn += prepared.tokensIn;
@@ -295,21 +296,26 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     if (handle === undefined || !RECALL_HANDLE_RE.test(handle)) {
       return `${RECALL_TOOL_NAME}: ${named} is not a recall handle. Summaries quote handles as [contextd recall h_…]: h_ followed by 16 hex digits.`;
     }
+    // Bounded by the room a plan frees (hysteresis × window): a recall never pushes the request past the reserve on its own.
+    const room = Math.max(RECALL_MIN_TOKENS, Math.floor(c.model.budget().total * this.options.hysteresis));
+    return c.recallAnswer(handle, room, () => this.readRecall(c, handle, room));
+  }
+
+  /** The recall answer from the archive: the originals under `handle`, cut to `room` tokens. */
+  private readRecall(c: Conversation, handle: string, room: number): { text: string; keep: boolean } {
     let entry: ReturnType<ArchiveSink['get']>;
     try {
       entry = this.deps.archive?.get(handle);
     } catch (err) {
       this.log.error({ sessionId: c.id, handle, err: describeError(err) }, 'recall tool: archive unreadable');
-      return `${RECALL_TOOL_NAME}: the archive could not be read just now; the originals of ${handle} are kept, try again later.`;
+      return { text: `${RECALL_TOOL_NAME}: the archive could not be read just now; the originals of ${handle} are kept, try again later.`, keep: false };
     }
     if (!entry || (entry.sessionId !== c.id && entry.sessionId !== c.agentSessionId)) {
-      return `${RECALL_TOOL_NAME}: no originals are archived under ${handle} for this conversation. Use a handle quoted in a summary you can see.`;
+      return { text: `${RECALL_TOOL_NAME}: no originals are archived under ${handle} for this conversation. Use a handle quoted in a summary you can see.`, keep: false };
     }
-    // Bounded by the room a plan frees (hysteresis × window): a recall never pushes the request past the reserve on its own.
-    const room = Math.max(RECALL_MIN_TOKENS, Math.floor(c.model.budget().total * this.options.hysteresis));
     const body = fitTokens(archivedText(entry.messages), room, (t) => this.deps.tokenCounter.count(t));
     const cut = body.truncated ? `\n[… cut to about ${room} of ${body.tokens} tokens to keep the request within its context budget; the rest stays archived: contextd recall ${handle}]` : '';
-    return `Originals archived under ${handle} (${entry.messages.length} message(s), ${entry.tokens} tokens, summarized as ${entry.reason}):\n${body.text}${cut}`;
+    return { text: `Originals archived under ${handle} (${entry.messages.length} message(s), ${entry.tokens} tokens, summarized as ${entry.reason}):\n${body.text}${cut}`, keep: true };
   }
 
   private conversationFor(format: ProviderFormat, req: IncomingMessage, body: JsonObject, fingerprint: string): Conversation {

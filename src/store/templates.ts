@@ -251,12 +251,19 @@ export class TemplateStore {
     return best && harvestedFromRow(best);
   }
 
-  /** Remember a session that was looked at but not harvested (so it is not re-scored). */
+  /**
+   * Remember a session that was looked at but not harvested (so it is not re-scored). A
+   * session harvested before (a transcript that grew, and whose new state is skipped) keeps
+   * its template link: that template still holds its earlier contribution, and a later
+   * harvest of it must replace that contribution rather than count in a second template.
+   */
   recordSkipped(sessionId: string, messageCount: number, score: number, reason: string, at: number, contentHash = ''): void {
     this.run('record skipped session', () =>
       this.db
         .prepare(
-          `INSERT OR REPLACE INTO harvested_sessions (session_id, template_id, message_count, value_score, skipped, harvested_at, content_hash) VALUES (?, NULL, ?, ?, ?, ?, ?)`,
+          `INSERT INTO harvested_sessions (session_id, template_id, message_count, value_score, skipped, harvested_at, content_hash) VALUES (?, NULL, ?, ?, ?, ?, ?)
+           ON CONFLICT(session_id) DO UPDATE SET message_count = excluded.message_count, value_score = excluded.value_score, skipped = excluded.skipped,
+             harvested_at = excluded.harvested_at, content_hash = excluded.content_hash`,
         )
         .run(sessionId, messageCount, score, reason, at, contentHash || null),
     );

@@ -8,6 +8,11 @@ import { resolveDaemonOptions } from '../../src/daemon/config.js';
 import type { DaemonStatus } from '../../src/daemon/api.js';
 import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import { ContextdClient } from '../../src/ipc/client.js';
+import { openDb } from '../../src/store/index.js';
+import { stateDbPath } from '../../src/store/paths.js';
+import { TemplateStore } from '../../src/store/templates.js';
+import { harvestFile } from '../../src/harvest/index.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
 
 const dirs: string[] = [];
 const daemons: Daemon[] = [];
@@ -21,8 +26,8 @@ afterEach(async () => {
 type Row = DaemonStatus['sessions'][number];
 const NAMES = ['a', 'b', 'c', 'd'] as const;
 
-async function start(dir: string, maxSessionTokens: number): Promise<ContextdClient> {
-  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000, memory: { maxSessionTokens } });
+async function start(dir: string, maxSessionTokens: number, state = join(dir, 'state')): Promise<ContextdClient> {
+  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state, budgetTokens: 1_000_000, memory: { maxSessionTokens } });
   const daemon = new Daemon(options, { logger: pino({ level: 'silent' }) });
   daemons.push(daemon);
   await daemon.start();
@@ -160,4 +165,76 @@ describe('memory budget of tailed session models', () => {
     expect(free.harvested).toBeGreaterThan(0);
     expect(bounded.harvested).toBe(free.harvested);
   }, 60_000);
+
+  it('under sustained appends the models held stay within the budget (no second copy of a session is kept), and every session, released or not, is harvested into the template an offline harvest of its file makes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-membudget-'));
+    dirs.push(dir);
+    writeSessions(dir);
+    const first = await start(dir, 0, join(dir, 'probe'));
+    const sizes = await until('four sessions', async () => {
+      const s = await status(first);
+      return s.rows.size === 4 ? [...s.rows.values()].map((r) => r.tokens) : undefined;
+    });
+    await first.close();
+    await daemons.pop()?.stop();
+
+    // Room for about two sessions: every append to a released one rebuilds it and releases another.
+    const budget = Math.max(...sizes) * 2;
+    const c = await start(dir, budget);
+    await until('four sessions', async () => ((await status(c)).rows.size === 4 ? true : undefined));
+    let released = 0;
+    for (let round = 0; round < 12; round++) {
+      for (const n of NAMES) {
+        const before = (await status(c)).rows.get(n)?.tokens ?? 0;
+        appendFileSync(join(dir, 'sessions', `${n}.jsonl`), `${JSON.stringify({ role: 'user', content: `Round ${round} for ${n}: also check the ${round}th invoice line and tell me which test covers it.` })}\n`);
+        const after = await until(`append ${round} to ${n}`, async () => {
+          const s = await status(c);
+          return (s.rows.get(n)?.tokens ?? 0) > before ? s : undefined;
+        });
+        // What the daemon holds is what it counts: the budget, whatever was appended.
+        expect(after.heldTokens).toBeLessThanOrEqual(budget);
+        expect(after.heldTokens).toBe([...after.rows.values()].filter((r) => r.inMemory).reduce((t, r) => t + r.tokens, 0));
+        released += [...after.rows.values()].filter((r) => !r.inMemory).length;
+      }
+    }
+    expect(released).toBeGreaterThan(0);
+    const ended = new Map<string, boolean>();
+    for (const n of NAMES) {
+      const row = (await status(c)).rows.get(n) as Row;
+      ended.set(n, row.inMemory);
+      expect((await c.endSession(row.sessionId, 'success')).harvested).toBe(1);
+    }
+    // Both kinds were harvested: from a model in memory and from a released one.
+    expect(new Set(ended.values()).size).toBe(2);
+    await c.close();
+    await daemons.pop()?.stop();
+
+    // The same files harvested offline, in the same order, into a store of their own.
+    const counter = createTokenCounter();
+    const offline = new TemplateStore(openDb(join(dir, 'offline.db')));
+    for (const n of NAMES) await harvestFile(join(dir, 'sessions', `${n}.jsonl`), { store: offline, tokenCounter: counter, logger: pino({ level: 'silent' }) }, 'success');
+    const daemonStore = new TemplateStore(openDb(stateDbPath(join(dir, 'state'))));
+    const content = (store: TemplateStore) =>
+      store
+        .list()
+        .map((t) => store.get(t.id))
+        .map((t) => ({
+          name: t?.name,
+          task: t?.task,
+          taskType: t?.taskType,
+          repo: t?.repo,
+          fingerprint: t?.fingerprint,
+          systemDigest: t?.systemDigest,
+          sessions: t?.sessions.map((x) => x.source),
+          items: t?.items.map((i) => ({ kind: i.kind, category: i.category, text: i.text, data: i.data, evidence: i.evidence })),
+          knowledge: t?.knowledge.map((k) => k.text),
+        }))
+        .sort((a, b) => String(a.fingerprint).localeCompare(String(b.fingerprint)));
+    const got = content(daemonStore);
+    expect(got.length).toBeGreaterThan(0);
+    expect(got.flatMap((t) => t.sessions).length).toBe(4);
+    expect(got).toEqual(content(offline));
+    daemonStore.db.close();
+    offline.db.close();
+  }, 120_000);
 });

@@ -184,4 +184,20 @@ describe('SessionManager', () => {
     expect(JSON.stringify(withFindings?.messages)).toContain('[REDACTED:');
     await manager.drain();
   });
+
+  it('keeps no copy of a tailed session beside its model (harvest reads the transcript); a session fed over the socket keeps what the agent sent', async () => {
+    const { manager } = setup();
+    const tailed = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10), 1);
+    for (let k = 0; k < 20; k++) manager.ingest('/t/a.jsonl', 'a', 'openai-chat', extra(k), 2 + k);
+    expect(tailed.model.messages().length).toBeGreaterThan(20);
+    expect(tailed.harvestsFromTranscript).toBe(true);
+    expect(tailed.history.snapshot('a').messages).toHaveLength(0);
+    expect(tailed.harvestEndOffset()).toBe(21);
+    const messages = events(4).flatMap((e) => (e.type === 'message' ? [e.message] : []));
+    const { session: fed } = manager.feed('f', messages, undefined);
+    expect(fed.harvestsFromTranscript).toBe(false);
+    expect(fed.history.snapshot('f').messages).toEqual(messages);
+    await manager.drain();
+  });
 });
+

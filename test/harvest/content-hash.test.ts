@@ -27,6 +27,38 @@ describe('content hash of a harvested transcript', () => {
     expect(contentHashChain([])).toEqual([]);
   });
 
+  it('hashes what messages say, not their ids, timestamps or offsets', () => {
+    const a = codingSession().messages;
+    const renamed = a.map((m, i) => ({
+      ...m,
+      id: `uuid-${i}`,
+      timestamp: (m.timestamp ?? 0) + 3_600_000,
+      sourceOffset: 17 + i * 100,
+      ...(m.toolCallId ? { toolCallId: `other_${m.toolCallId}` } : {}),
+      ...(m.toolCalls ? { toolCalls: m.toolCalls.map((c) => ({ ...c, id: `other_${c.id}` })) } : {}),
+    }));
+    expect(contentHashChain(renamed)).toEqual(contentHashChain(a));
+    const edited = a.map((m, i) => (i === 2 ? { ...m, toolCalls: m.toolCalls?.map((c) => ({ ...c, arguments: '{"path":"src/lexer.ts"}' })) } : m));
+    expect(contentHashChain(edited).slice(0, 2)).toEqual(contentHashChain(a).slice(0, 2));
+    expect(contentHashChain(edited)[2]).not.toBe(contentHashChain(a)[2]);
+    const failed = a.map((m, i) => (i === 4 ? { ...m, isError: !m.isError } : m));
+    expect(contentHashChain(failed).at(-1)).not.toBe(contentHashChain(a).at(-1));
+  });
+
+  it('counts a re-export of a transcript under new tool call ids and line offsets once', async () => {
+    const dir = tempDir();
+    const first = codingSession().writeTo(join(dir, 'first.jsonl'));
+    // the same conversation written again: other call ids, and a blank line first (every offset moves)
+    const again = join(dir, 'exported.jsonl');
+    writeFileSync(again, `\n${readFileSync(first, 'utf8').replaceAll('"call_', '"call_exp')}`);
+    const { store } = tempStore();
+    const r = await harvestFiles([first, again], deps(store));
+    expect(r.files).toBe(2);
+    expect(r.harvested).toBe(1);
+    expect(r.skippedReasons['already-harvested']).toBe(1);
+    expect(store.list().map((t) => t.sessionCount)).toEqual([1]);
+  });
+
   it('counts the same transcript once however many copies, under any path or name', async () => {
     const dir = tempDir();
     const original = codingSession().writeTo(join(dir, 'original.jsonl'));
@@ -66,6 +98,26 @@ describe('content hash of a harvested transcript', () => {
     expect(t?.sessions.map((s) => s.sessionId)).toEqual(['work']);
     expect(t?.items.find((i) => i.kind === 'recovery')?.evidence).toBe(1);
     expect(store.harvestedSession('work')?.messageCount).toBe(13);
+  });
+
+  it('a grown transcript skipped as low value keeps its template link; growing on, it stays one session of that template', async () => {
+    const dir = tempDir();
+    const path = codingSession().writeTo(join(dir, 'work.jsonl'));
+    const { store, db } = tempStore();
+    expect((await harvestFiles([path], deps(store))).harvested).toBe(1);
+    const templateId = store.list()[0]?.id ?? '';
+    const turn = (ask: string, answer: string): string => `${JSON.stringify({ role: 'user', content: ask })}\n${JSON.stringify({ role: 'assistant', content: answer })}\n`;
+    appendFileSync(path, turn('also run the linter', 'The linter passes too.'));
+    // its new state scores under the bar: skipped, but its earlier harvest still counts in the template
+    const skipped = await harvestFiles([path], { ...deps(store), minValue: 2 });
+    expect(skipped.skippedReasons['low-value']).toBe(1);
+    expect(store.harvestedSession('work')).toMatchObject({ templateId, skipped: 'low-value', messageCount: 13 });
+    appendFileSync(path, turn('and format the code', 'Formatted.'));
+    expect((await harvestFiles([path], deps(store))).harvested).toBe(1);
+    expect(store.count()).toBe(1);
+    expect(store.get(templateId)?.sessionCount).toBe(1);
+    expect(db.prepare(`SELECT COUNT(*) AS n FROM template_sessions WHERE session_id = 'work'`).get()).toEqual({ n: 1 });
+    expect(store.harvestedSession('work')).toMatchObject({ templateId, skipped: null, messageCount: 15 });
   });
 
   it('migration 6 adds the content hash to a version-5 database; older rows are still found by id', () => {

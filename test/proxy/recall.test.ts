@@ -3,9 +3,10 @@
  * offered after the agent's tools, its calls answered from the archive in place of the agent's
  * own "unknown tool" result, the same way on every request, and off by default.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ProviderFormatName } from '../../src/proxy/index.js';
 import { canonicalJson } from '../../src/proxy/request.js';
+import { FORMATS } from './agent.js';
 import { proxyRig, type ProxyHarness } from './helpers.js';
 import { anthropicProblems, chatProblems, responsesProblems } from './validate.js';
 
@@ -151,6 +152,32 @@ describe.each([anthropic, chat, responses])('the contextd_recall tool ($format)'
     expect(h.proxy.totals.cacheBreaks).toBe(0);
     // the section model counts what the model sees (the recalled originals), not the agent's error
     expect(conversation?.model.messages().some((m) => m.text.includes(ORIGINAL))).toBe(true);
+  });
+});
+
+describe.each([anthropic, chat, responses])('a request with recall calls costs what it adds ($format)', (shape) => {
+  it('is parsed once, and each archived answer is read from the archive once per conversation', async () => {
+    h = await rig.start({ recallTool: true });
+    await post(shape.path, shape.request([], 0));
+    const id = h.proxy.all()[0]?.id ?? '';
+    h.archive.putMany([{ handle: GOOD, sessionId: id, reason: 'repeated-output', sectionIds: ['s3'], messages: [{ id: 'm1', role: 'tool', text: ORIGINAL }], tokens: 40, createdAt: 1 }]);
+    // spies on the real archive and the real format: they still do the work, and are counted
+    const reads = vi.spyOn(h.archive, 'get');
+    const parses = vi.spyOn(FORMATS[shape.format], 'parse');
+    try {
+      const answers: string[] = [];
+      for (let extra = 0; extra < 4; extra++) answers.push(shape.answers(await post(shape.path, shape.request([GOOD, MISSING], extra)))[0] ?? '');
+      expect(new Set(answers).size).toBe(1);
+      expect(answers[0]).toContain(ORIGINAL);
+      expect(parses).toHaveBeenCalledTimes(4);
+      // GOOD once; MISSING (no answer worth keeping: it may be archived later) on every request
+      expect(reads.mock.calls.filter(([handle]) => handle === GOOD)).toHaveLength(1);
+      expect(reads.mock.calls.filter(([handle]) => handle === MISSING)).toHaveLength(4);
+      expect(h.proxy.all()).toHaveLength(1);
+    } finally {
+      reads.mockRestore();
+      parses.mockRestore();
+    }
   });
 });
 

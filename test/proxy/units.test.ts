@@ -117,3 +117,37 @@ describe('provider formats', () => {
     expect((out['input'] as { type: string }[]).map((i) => i.type)).toEqual(['message', 'message', 'message']);
   });
 });
+
+describe('a format\'s fingerprint without parsing', () => {
+  const sys = 'You are a coding agent.';
+  const cases = {
+    anthropic: [
+      { system: sys, messages: [{ role: 'user', content: 'fix the build' }] },
+      { system: [{ type: 'text', text: sys }], messages: [{ role: 'user', content: [{ type: 'image', source: {} }, { type: 'text', text: 'see this' }] }] },
+      { messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }, { type: 'text', text: '<system-reminder>r</system-reminder>' }] }] },
+      { system: '', messages: [{ role: 'assistant', content: 'hello' }, { role: 'user', content: [{ type: 'document', source: {} }] }] },
+      { system: 'Another agent.', messages: [] },
+    ],
+    'openai-chat': [
+      { messages: [{ role: 'system', content: sys }, { role: 'user', content: 'fix it' }, { role: 'developer', content: 'late rule' }] },
+      { messages: [{ role: 'tool', content: 'x', tool_call_id: 'c' }, { content: [{ type: 'text', text: 'no role' }] }] },
+      { messages: [{ role: 'assistant', content: 'hi' }, { role: 'user', content: '', tool_calls: [] }, { role: 'user', content: 'second' }] },
+      { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+    ],
+    'openai-responses': [
+      { instructions: sys, input: 'a plain string prompt' },
+      { instructions: sys, input: [{ type: 'message', role: 'developer', content: 'rules' }, { type: 'function_call_output', call_id: 'c', output: 'x' }, { role: 'user', content: [{ type: 'input_text', text: 'fix it' }] }] },
+      { input: [{ type: 'reasoning', summary: [] }, { type: 'message', role: 'assistant', content: 'a' }] },
+    ],
+  } as const;
+  const formats = { anthropic: anthropicFormat, 'openai-chat': openaiChatFormat, 'openai-responses': openaiResponsesFormat } as const;
+  it.each(Object.keys(cases) as (keyof typeof cases)[])('%s: equals the parsed fingerprint for every shape of system prompt and first message', (name) => {
+    const fingerprints = cases[name].map((body) => {
+      const f = formats[name].fingerprint(body as Record<string, unknown>);
+      expect(f).toBe(formats[name].parse(body as Record<string, unknown>).fingerprint);
+      return f;
+    });
+    expect(new Set(fingerprints).size).toBe(fingerprints.length);
+  });
+});
+

@@ -12,6 +12,7 @@ import type { Message } from '../../model/messages.js';
 import {
   IdChain,
   fingerprintOf,
+  fingerprintText,
   imagesIn,
   isObject,
   looksInjected,
@@ -95,6 +96,24 @@ function parse(body: JsonObject): ParsedRequest {
   };
 }
 
+function fingerprint(body: JsonObject): string {
+  const system = body['system'];
+  const sys = (typeof system === 'string' ? system.length > 0 : Array.isArray(system) && system.length > 0) ? [textOfContent(system)] : [];
+  const messages = Array.isArray(body['messages']) ? body['messages'] : [];
+  for (const m of messages) {
+    if (!isObject(m) || m['role'] === 'assistant') continue;
+    const content = m['content'];
+    if (typeof content === 'string') return fingerprintText(sys, content);
+    if (!Array.isArray(content)) continue;
+    for (const b of content) {
+      if (!isObject(b)) continue;
+      const msg = blockMessage('', 'user', b);
+      if (msg.role === 'user') return fingerprintText(sys, msg.text);
+    }
+  }
+  return fingerprintText(sys, undefined);
+}
+
 type Block = JsonObject;
 interface OutMessage {
   role: 'user' | 'assistant';
@@ -153,4 +172,4 @@ function toolResultsFirst(blocks: Block[]): Block[] {
   return [...results, ...blocks.filter((b) => !(isObject(b) && b['type'] === 'tool_result'))];
 }
 
-export const anthropicFormat: ProviderFormat = { name: 'anthropic', parse, render };
+export const anthropicFormat: ProviderFormat = { name: 'anthropic', parse, fingerprint, render };

@@ -11,6 +11,7 @@ import type { Message } from '../../model/messages.js';
 import {
   IdChain,
   fingerprintOf,
+  fingerprintText,
   imagesIn,
   isObject,
   looksInjected,
@@ -75,6 +76,24 @@ function parse(body: JsonObject): ParsedRequest {
   return { format: 'openai-chat', model: str(body['model']), stream: body['stream'] === true, items, protectedFrom: protectedFromOf(items), fingerprint: fingerprintOf(items) };
 }
 
+function fingerprint(body: JsonObject): string {
+  const sys: string[] = [];
+  let first: string | undefined;
+  const messages = Array.isArray(body['messages']) ? body['messages'] : [];
+  for (const m of messages) {
+    if (!isObject(m)) continue;
+    const role = str(m['role']) ?? 'user';
+    const content = m['content'];
+    if (role === 'system' || role === 'developer') sys.push(textOfContent(content));
+    else if (first === undefined && role !== 'tool' && role !== 'assistant') {
+      const text = textOfContent(content);
+      const reasoning = str(m['reasoning']) ?? str(m['reasoning_content']);
+      if (text.length > 0 || imagesIn(content) > 0 || reasoning || !Array.isArray(m['tool_calls'])) first = text;
+    }
+  }
+  return fingerprintText(sys, first);
+}
+
 function render(body: JsonObject, edits: ReadonlyMap<string, ItemEdit>): JsonObject {
   const messages = Array.isArray(body['messages']) ? body['messages'] : [];
   const out: unknown[] = [];
@@ -122,4 +141,4 @@ function render(body: JsonObject, edits: ReadonlyMap<string, ItemEdit>): JsonObj
   return { ...body, messages: out };
 }
 
-export const openaiChatFormat: ProviderFormat = { name: 'openai-chat', parse, render };
+export const openaiChatFormat: ProviderFormat = { name: 'openai-chat', parse, fingerprint, render };

@@ -11,6 +11,7 @@ import type { Message } from '../../model/messages.js';
 import {
   IdChain,
   fingerprintOf,
+  fingerprintText,
   imagesIn,
   isObject,
   looksInjected,
@@ -73,6 +74,21 @@ function parse(body: JsonObject): ParsedRequest {
   return { format: 'openai-responses', model: str(body['model']), stream: body['stream'] === true, items, protectedFrom: protectedFromOf(items), fingerprint: fingerprintOf(items) };
 }
 
+function fingerprint(body: JsonObject): string {
+  const instructions = str(body['instructions']);
+  const sys = instructions ? [instructions] : [];
+  const input = body['input'];
+  if (typeof input === 'string') return fingerprintText(sys, input);
+  if (Array.isArray(input)) {
+    for (const it of input) {
+      if (!isObject(it) || (str(it['type']) ?? 'message') !== 'message') continue;
+      const role = str(it['role']);
+      if (role !== 'system' && role !== 'developer' && role !== 'assistant') return fingerprintText(sys, textOfContent(it['content']));
+    }
+  }
+  return fingerprintText(sys, undefined);
+}
+
 function summaryItem(role: 'user' | 'assistant', text: string): JsonObject {
   return { type: 'message', role, content: [{ type: role === 'assistant' ? 'output_text' : 'input_text', text }] };
 }
@@ -92,4 +108,4 @@ function render(body: JsonObject, edits: ReadonlyMap<string, ItemEdit>): JsonObj
   return { ...body, input: out };
 }
 
-export const openaiResponsesFormat: ProviderFormat = { name: 'openai-responses', parse, render };
+export const openaiResponsesFormat: ProviderFormat = { name: 'openai-responses', parse, fingerprint, render };
