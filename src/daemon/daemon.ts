@@ -112,7 +112,7 @@ export class Daemon {
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
     });
-    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}) });
+    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, stateDir: o.stateDir, ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}) });
     this.sessions.on('plan', (s, plan) => {
       const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
       if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');
@@ -190,6 +190,11 @@ export class Daemon {
     if (this.stopping) return;
     this.stateValue = 'running';
     this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
+    // The first warm.bootstrap runs cold (~150 ms of JIT, statements, first encodes): longer than
+    // a hook waits. Pay it now, once, instead of on an agent's first prompt.
+    setImmediate(() => {
+      if (!this.stopping) this.warm?.warmUp();
+    });
   }
 
   /** Drain in-flight plans, flush SQLite, close and remove the socket. Idempotent. */
