@@ -7,17 +7,21 @@
  * bounded by `--timeout-ms` (default 150), so it answers promptly whether the daemon is up or
  * down, and a watchdog ends it after 5 s whatever happens. `bin/contextd.js` routes `hook`
  * here directly (not through the full command table) to keep start-up short; heavy modules
- * (SQLite, tiktoken) load only on the paths that need them.
+ * (SQLite, tiktoken) load only on the paths that need them: with the daemon down, a first
+ * prompt is bootstrapped from the warm snapshot (one JSON file) and SQLite is opened only
+ * when there is no usable snapshot.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectSocket, ClientTransport } from '../ipc/client-transport.js';
+import type { ClientTransport } from '../ipc/client-transport.js';
 import { findSocketPath } from '../ipc/paths.js';
 import { parseHookEvent, MAX_HOOK_INPUT_BYTES } from '../integrations/hook-event.js';
 import { PENDING_DIR } from '../integrations/hook-settings.js';
 import { AGENTS, answerHook, type AgentName } from '../integrations/answer.js';
 import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/hooks.js';
 import { resolveStateDir, stateDbPath } from '../store/paths.js';
+import type { SnapshotTemplateSource } from '../warm/snapshot-source.js';
+import { WARM_SNAPSHOT_FILE } from '../warm/snapshot-format.js';
 
 export interface HookFlags {
   readonly socket?: string;
@@ -55,10 +59,32 @@ export function parseHookArgs(argv: readonly string[]): { agent: AgentName; flag
   return { agent: agent as AgentName, flags };
 }
 
-function readStdin(max: number): Promise<string> {
+/**
+ * The hook input: read synchronously from fd 0 (a file or a blocking pipe, as agents spawn
+ * hooks), which spares building `process.stdin`'s stream; a non-blocking stdin (EAGAIN) is read
+ * as a stream instead.
+ */
+async function readStdin(max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  try {
+    for (;;) {
+      const n = readSync(0, buf, 0, buf.length, null);
+      if (n === 0) return Buffer.concat(chunks).toString('utf8');
+      size += n;
+      if (size > max) throw new Error(`hook input over ${max} bytes`);
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+  }
+  return readStdinStream(max, chunks, size);
+}
+
+function readStdinStream(max: number, chunks: Buffer[], read: number): Promise<string> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    let size = read;
     process.stdin.on('data', (c: Buffer) => {
       size += c.length;
       if (size > max) reject(new Error(`hook input over ${max} bytes`));
@@ -77,6 +103,9 @@ async function callOnce(socketPath: string, timeoutMs: number, method: string, p
   });
   let transport: ClientTransport | undefined;
   try {
+    // No socket file: the daemon is down, said without loading node:net.
+    if (!existsSync(socketPath)) throw new Error(`cannot reach contextd at ${socketPath} (no socket): is the daemon running? start it with "contextd daemon"`);
+    const { connectSocket, ClientTransport } = await import('../ipc/client-transport.js');
     const socket = await Promise.race([connectSocket(socketPath), deadline]);
     transport = new ClientTransport(socket, { maxLineBytes: 8 * 1024 * 1024, requestTimeoutMs: timeoutMs, socketPath }, { onNotification: () => undefined, onError: () => undefined, onClose: () => undefined }, NO_DEBUG);
     return await Promise.race([transport.call(method, params), deadline]);
@@ -99,12 +128,19 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
     rpc: (method, params) => callOnce(socketPath, timeoutMs, method, params),
     note: (msg, fields) => notes.push({ msg, ...fields }),
     async localBootstrap(task, repo, budgetTokens): Promise<BootstrapAnswer | undefined> {
+      const source = await snapshotSource(stateDir, notes);
+      if (source) {
+        const { bootstrap } = await import('../warm/bootstrap.js');
+        notes.push({ msg: 'warm bootstrap read from the warm snapshot', writtenAt: new Date(source.writtenAt).toISOString() });
+        return { ...bootstrap({ task, repo, budgetTokens }, { store: source, tokenCounter: BYTE_BOUND_COUNTER }), tokensAtMost: true };
+      }
       const dbPath = stateDbPath(stateDir);
       if (!existsSync(dbPath)) return undefined;
       const [{ openDb }, { TemplateStore }, { bootstrap }] = await Promise.all([import('../store/db.js'), import('../store/templates.js'), import('../warm/bootstrap.js')]);
       const db = openDb(dbPath, { readonly: true });
       try {
         const answer = bootstrap({ task, repo, budgetTokens }, { store: new TemplateStore(db), tokenCounter: BYTE_BOUND_COUNTER });
+        notes.push({ msg: 'warm bootstrap read from the template store' });
         return { ...answer, tokensAtMost: true };
       } finally {
         db.close();
@@ -124,6 +160,21 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
       return text;
     },
   };
+}
+
+/**
+ * The warm snapshot the daemon keeps beside the store, or undefined: none there, or one that
+ * cannot be used (noted in hooks.log; the caller reads the store instead).
+ */
+async function snapshotSource(stateDir: string, notes: Record<string, unknown>[]): Promise<SnapshotTemplateSource | undefined> {
+  if (!existsSync(join(stateDir, WARM_SNAPSHOT_FILE))) return undefined;
+  const { readWarmSnapshot } = await import('../warm/snapshot-source.js');
+  try {
+    return readWarmSnapshot(stateDir);
+  } catch (err) {
+    notes.push({ msg: 'warm snapshot unusable; reading the template store', err: (err as Error).message, code: (err as { code?: unknown }).code });
+    return undefined;
+  }
 }
 
 async function archiveOriginals(stateDir: string, entry: ArchiveEntry): Promise<void> {

@@ -9,6 +9,8 @@ import { TemplateStore } from '../store/templates.js';
 import { createLogger } from '../util/logger.js';
 import { bootstrap, exportTemplates, importTemplates, testTemplate } from '../warm/index.js';
 import { openStateForCli } from './state.js';
+import { resolveStateDir } from '../store/paths.js';
+import { refreshWarmSnapshot } from '../warm/snapshot.js';
 import { parsePositiveInt, pct, printJson, printLine } from './output.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 
@@ -40,6 +42,11 @@ async function withStoreAsync<T>(flags: StateFlags, create: boolean, fn: (store:
   } finally {
     db.close();
   }
+}
+
+/** After a command changed templates: rewrite the warm snapshot the hook reads while the daemon is down. */
+function templatesChanged(flags: StateFlags, store: TemplateStore): void {
+  refreshWarmSnapshot(store, resolveStateDir(flags.state), createLogger({ level: 'warn' }));
 }
 
 function pad(s: string, n: number): string {
@@ -113,6 +120,7 @@ export function registerWarm(program: Command): void {
       withStore(flags, false, (store) => {
         const deleted = store.delete(id);
         if (!deleted) throw new ContextdError(ErrorCode.UNKNOWN_TEMPLATE, `no template ${id} (see \`contextd warm list\`)`, { id });
+        templatesChanged(flags, store);
         if (flags.json) printJson({ deleted: id });
         else printLine(`deleted ${id}`);
       });
@@ -133,6 +141,7 @@ export function registerWarm(program: Command): void {
           if (tty) process.stderr.write(progressBar(p, started));
         });
         if (tty) process.stderr.write('\n');
+        templatesChanged(flags, store);
         if (flags.json) return printJson(summary);
         printLine(`${summary.files} files: ${summary.harvested} harvested (${summary.merged} merged into existing templates), ${summary.skipped} skipped, ${summary.failed.length} failed`);
         for (const [reason, n] of Object.entries(summary.skippedReasons)) printLine(`  skipped ${reason}: ${n}`);
@@ -165,6 +174,7 @@ export function registerWarm(program: Command): void {
     .action(async (file: string, flags: StateFlags) => {
       await withStoreAsync(flags, true, async (store) => {
         const report = await importTemplates(store, file, redactAll);
+        templatesChanged(flags, store);
         if (report.bad.length > 0) process.exitCode = 1;
         if (flags.json) return printJson(report);
         printLine(`imported ${report.templates.created} new templates, merged ${report.templates.merged}, ${report.patterns} user patterns`);

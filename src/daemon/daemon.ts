@@ -112,7 +112,7 @@ export class Daemon {
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
     });
-    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}) });
+    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, stateDir: o.stateDir, ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}) });
     this.sessions.on('plan', (s, plan) => {
       const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
       if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');
@@ -160,12 +160,16 @@ export class Daemon {
       followSymlinks: o.followSymlinks,
       formatOverrides: o.formats,
       logger: this.deps.logger,
+      // Read no further while the models have a backlog to apply (first scan of large transcripts).
+      gate: () => this.sessions?.room(),
     });
     this.wireTailer(this.tailer);
     // The first scan re-reads every live transcript: give systemd more time if it is long.
     const extend = setInterval(() => void this.notifier?.extendTimeout(30_000), 10_000);
     try {
       await this.tailer.start();
+      // Ready means every transcript read is in its model (the tailer's batches wait their turn).
+      await this.sessions?.settled();
     } finally {
       clearInterval(extend);
     }
@@ -186,6 +190,11 @@ export class Daemon {
     if (this.stopping) return;
     this.stateValue = 'running';
     this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
+    // The first warm.bootstrap runs cold (~150 ms of JIT, statements, first encodes): longer than
+    // a hook waits. Pay it now, once, instead of on an agent's first prompt.
+    setImmediate(() => {
+      if (!this.stopping) this.warm?.warmUp();
+    });
   }
 
   /** Drain in-flight plans, flush SQLite, close and remove the socket. Idempotent. */
@@ -282,7 +291,7 @@ export class Daemon {
     const sessions = this.sessions as SessionManager;
     tailer.on('events', (e) => {
       try {
-        sessions.ingest(e.file, e.sessionId, e.format, e.events, e.toOffset);
+        sessions.enqueue(e.file, e.sessionId, e.format, e.events, e.toOffset, e.toOffset - e.fromOffset);
       } catch (err) {
         this.log.error({ sessionId: e.sessionId, file: e.file, err: describeError(err) }, 'could not apply transcript events');
       }

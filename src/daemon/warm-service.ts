@@ -1,7 +1,8 @@
 import { harvestSession, loadTranscriptPrefix, type LoadedSession } from '../harvest/index.js';
 import type { TranscriptFormat } from '../ingest/types.js';
 import { redactSync } from '../harvest/redact.js';
-import { bootstrap, recordOutcome, type BootstrapResult } from '../warm/index.js';
+import { bootstrap, DEFAULT_BOOTSTRAP_BUDGET, recordOutcome, type BootstrapResult } from '../warm/index.js';
+import { refreshWarmSnapshot } from '../warm/snapshot.js';
 import { TemplateStore } from '../store/templates.js';
 import type { Db } from '../store/index.js';
 import type { TokenCounter } from '../model/tokens.js';
@@ -12,6 +13,8 @@ export interface WarmServiceDeps {
   readonly logger: Logger;
   readonly tokenCounter: TokenCounter;
   readonly now?: () => number;
+  /** State folder to keep the warm snapshot in (read by `contextd hook` while the daemon is down); none when unset. */
+  readonly stateDir?: string;
   /** Longest transcript line parsed when a session is read back for harvest (default 8 MiB, as the tailer). */
   readonly maxLineBytes?: number;
 }
@@ -30,6 +33,13 @@ export class WarmService {
   constructor(db: Db, private readonly deps: WarmServiceDeps) {
     this.store = new TemplateStore(db);
     this.log = deps.logger.child({ component: 'warm' });
+    // A store from before snapshots (or changed by a command while the daemon was down) gets one now.
+    this.refreshSnapshot();
+  }
+
+  /** Rewrite the warm snapshot from the store (a no-op without a state folder). */
+  refreshSnapshot(): void {
+    if (this.deps.stateDir !== undefined) refreshWarmSnapshot(this.store, this.deps.stateDir, this.deps.logger, this.deps.now?.());
   }
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
@@ -40,9 +50,22 @@ export class WarmService {
       { store: this.store, tokenCounter: this.deps.tokenCounter, logger: this.deps.logger, ...(this.deps.now ? { now: this.deps.now } : {}) },
     );
     const used = new Set([...s.bootstrappedTemplates, ...(connectionId ? (this.bootstrapped.get(connectionId) ?? []) : [])]);
-    if (used.size > 0 && outcome !== 'unknown') recordOutcome([...used], outcome, { store: this.store });
+    const fedBack = used.size > 0 && outcome !== 'unknown' ? recordOutcome([...used], outcome, { store: this.store }) : 0;
+    if (result.templateId || fedBack > 0) this.refreshSnapshot();
     this.log.info({ sessionId: s.sessionId, outcome, templateId: result.templateId ?? null, value: result.value, skipped: result.skipped ?? null, feedback: used.size }, 'session harvested');
     return { harvested: result.templateId ? 1 : 0 };
+  }
+
+  /**
+   * Serve one throwaway bootstrap (read-only, recorded nowhere), so the first agent's hook does
+   * not pay for cold code paths and statements; a failure here is only logged.
+   */
+  warmUp(): void {
+    try {
+      bootstrap({ task: 'warm up: fix the failing test in the build', budgetTokens: DEFAULT_BOOTSTRAP_BUDGET }, { store: this.store, tokenCounter: this.deps.tokenCounter });
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'bootstrap warm-up failed');
+    }
   }
 
   /**

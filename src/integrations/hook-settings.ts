@@ -4,9 +4,10 @@
  * layout: `{"hooks": {"<Event>": [{"matcher"?: "...", "hooks": [{"type": "command", "command": "...", "timeout": s}]}]}}`.
  * Everything else in the file (other settings, the user's own hooks) is kept as it was.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ContextdError, ErrorCode } from '../util/errors.js';
+import { writeFileAtomicSync } from '../util/atomic-write.js';
 
 /** One hook contextd installs. */
 export interface HookSpec {
@@ -48,10 +49,7 @@ export function readSettings(path: string): Json {
 
 /** Write atomically (temp file + rename), owner-only. */
 export function writeSettings(path: string, doc: Json): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.contextd-${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600 });
-  renameSync(tmp, path);
+  writeFileAtomicSync(path, `${JSON.stringify(doc, null, 2)}\n`);
 }
 
 /** The document without any hook handler whose command `isOurs` recognizes (empty groups and events dropped). */

@@ -107,7 +107,7 @@ export async function bootstrapContext(event: HookEvent, deps: HookDeps): Promis
     const r = await deps.rpc('warm.bootstrap', params);
     answer = isBootstrap(r) ? r : undefined;
   } catch (err) {
-    deps.note('daemon unavailable for warm.bootstrap; reading the template store directly', { err: (err as Error).message });
+    deps.note('daemon unavailable for warm.bootstrap; bootstrapping from the state folder', { err: (err as Error).message });
     answer = await deps.localBootstrap(event.prompt, event.cwd, deps.bootstrapBudget);
   }
   if (!answer || answer.messages.length === 0) return undefined;

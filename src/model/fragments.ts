@@ -80,6 +80,14 @@ export interface SectionRec {
   groupKey: string;
   summary?: SummaryInfo;
   live: boolean;
+  /**
+   * The section's messages as `messagesOf` returns them, built on first read and dropped when
+   * its fragments change: the same array (and the same per-call view objects) until then, so
+   * whatever the planner memoizes per message or message list survives across plans.
+   */
+  messages: readonly Message[] | undefined;
+  /** Distinct ids of its messages, cached like `messages`. */
+  messageIds: readonly string[] | undefined;
 }
 
 export function groupKeyOf(base: SectionBase, toolName: string | undefined): string {

@@ -8,6 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
+import { DEFAULT_HALF_LIFE_MS, confidenceFromEvidence, decayFactor, itemConfidence } from './confidence.js';
+
+export { DEFAULT_HALF_LIFE_MS, confidenceFromEvidence, decayFactor, itemConfidence };
 
 export const KNOWLEDGE_CATEGORIES = ['fact', 'pitfall', 'pattern', 'tool-quirk', 'question'] as const;
 export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
@@ -16,8 +19,6 @@ export type KnowledgeCategory = (typeof KNOWLEDGE_CATEGORIES)[number];
 export const PATTERN_PROMOTION_SESSIONS = 2;
 /** Session ids remembered per pattern candidate (the count keeps growing past it). */
 const MAX_PATTERN_SESSIONS = 50;
-/** Default half-life of an item's confidence without new evidence. */
-export const DEFAULT_HALF_LIFE_MS = 30 * 24 * 3600 * 1000;
 
 export interface KnowledgeInput {
   readonly category: KnowledgeCategory;
@@ -70,22 +71,6 @@ export function normalizeText(text: string): string {
 /** Dedup key of a text: 16 hex chars of sha1 over its normalized form. */
 export function normalizedHash(text: string): string {
   return createHash('sha1').update(normalizeText(text)).digest('hex').slice(0, 16);
-}
-
-/** Confidence from evidence: 1 session → 0.4, 2 → 0.64, 3 → 0.78, 5 → 0.92. */
-export function confidenceFromEvidence(evidence: number): number {
-  return 1 - Math.pow(0.6, Math.max(0, evidence));
-}
-
-/** Exponential decay by age: 1 when fresh, 0.5 after one half-life. */
-export function decayFactor(ageMs: number, halfLifeMs: number = DEFAULT_HALF_LIFE_MS): number {
-  if (ageMs <= 0) return 1;
-  return Math.pow(0.5, ageMs / halfLifeMs);
-}
-
-/** Decayed confidence of an item with `evidence` last confirmed at `updatedAt`. */
-export function itemConfidence(evidence: number, updatedAt: number, now: number, halfLifeMs?: number): number {
-  return confidenceFromEvidence(evidence) * decayFactor(now - updatedAt, halfLifeMs);
 }
 
 interface KnowledgeRow {

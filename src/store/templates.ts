@@ -18,6 +18,7 @@ import {
   knowledgeFromRow,
   normalizedHash,
   promotedPatterns,
+  allPatterns,
   upsertKnowledge,
   upsertUserPattern,
   type KnowledgeInput,
@@ -482,6 +483,31 @@ export class TemplateStore {
   /** Promoted user patterns relevant to a repo. */
   patterns(repo?: string): UserPattern[] {
     return promotedPatterns(this.db, repo);
+  }
+
+  /** Every promoted user pattern, any repo, most frequent first (the warm snapshot filters per repo). */
+  allPromotedPatterns(): UserPattern[] {
+    return allPatterns(this.db)
+      .filter((p) => p.promoted)
+      .sort((a, b) => b.sessionCount - a.sessionCount || b.lastSeen - a.lastSeen);
+  }
+
+  /** Repositories that own knowledge items of their own (the warm snapshot copies each one's share). */
+  knowledgeRepos(): string[] {
+    return (this.db.prepare(`SELECT DISTINCT repo FROM knowledge WHERE repo != '' ORDER BY repo`).all() as { repo: string }[]).map((r) => r.repo);
+  }
+
+  /** The text a template is searched by (its FTS row), if it has one. */
+  searchBody(id: string): string | undefined {
+    const r = this.db.prepare(`SELECT f.body AS body FROM templates_fts f JOIN templates t ON t.rowid = f.rowid WHERE t.template_id = ?`).get(id) as
+      | { body: string }
+      | undefined;
+    return r?.body;
+  }
+
+  /** Half-life (ms) with which item and knowledge confidences decay on read. */
+  get confidenceHalfLifeMs(): number {
+    return this.halfLifeMs;
   }
 
   /** Delete a template (its items, sessions and links go with it). Returns whether it existed. */

@@ -28,6 +28,7 @@ export const ErrorCode = {
   HOOK_INPUT_INVALID: 'HOOK_INPUT_INVALID',
   SETTINGS_INVALID: 'SETTINGS_INVALID',
   FORK_FAILED: 'FORK_FAILED',
+  WARM_SNAPSHOT_INVALID: 'WARM_SNAPSHOT_INVALID',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

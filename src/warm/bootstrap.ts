@@ -4,7 +4,8 @@
  */
 import type { TokenCounter } from '../model/tokens.js';
 import type { Outcome, Template, TemplateStore } from '../store/templates.js';
-import type { TaskType } from '../text/index.js';
+import type { TemplateSource } from './source.js';
+import type { TaskType } from '../text/tasks.js';
 import type { Logger } from '../util/logger.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { renderBootstrap, type RenderedMessage } from './render.js';
@@ -21,7 +22,8 @@ export interface BootstrapRequest {
 }
 
 export interface WarmDeps {
-  readonly store: TemplateStore;
+  /** The template store, or the warm snapshot the hook reads when the daemon is down. */
+  readonly store: TemplateSource;
   readonly tokenCounter: TokenCounter;
   readonly logger?: Logger;
   /** Clock (epoch ms) for confidence decay; default Date.now. */
@@ -80,7 +82,7 @@ export function testTemplate(templateId: string, request: BootstrapRequest, deps
  * Feed back the outcome of a session that was bootstrapped with `templateIds`
  * (the daemon calls this on session.end). Returns how many templates were updated.
  */
-export function recordOutcome(templateIds: readonly string[], outcome: Outcome, deps: Pick<WarmDeps, 'store' | 'logger'>): number {
+export function recordOutcome(templateIds: readonly string[], outcome: Outcome, deps: { readonly store: Pick<TemplateStore, 'recordOutcome'>; readonly logger?: Logger }): number {
   const n = deps.store.recordOutcome(templateIds, outcome);
   deps.logger?.child({ component: 'warm' }).info({ templates: templateIds.length, updated: n, outcome }, 'template outcome recorded');
   return n;

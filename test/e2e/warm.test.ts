@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { demoTranscript } from '../../src/demo/transcript.js';
+import { WARM_SNAPSHOT_FILE } from '../../src/warm/snapshot-format.js';
+import { CONTEXTD_BIN } from '../agents/harness.js';
 import { e2eScope, runCli, subscribeWhenSeen } from './spawn.js';
 
 const scope = e2eScope();
@@ -51,6 +54,22 @@ describe('finished session → harvest → warm.bootstrap, through the real daem
     const logs = JSON.stringify(daemon.logs);
     expect(logs).not.toContain(AWS);
     expect(logs).not.toContain(GH);
+
+    // The harvest also refreshed the warm snapshot: owner-only, as redacted as the store...
+    const snapshot = join(state, WARM_SNAPSHOT_FILE);
+    expect(statSync(snapshot).mode & 0o777).toBe(0o600);
+    const snapshotText = readFileSync(snapshot, 'utf8');
+    expect(snapshotText).toContain('billing');
+    expect(snapshotText).not.toContain(AWS);
+    expect(snapshotText).not.toContain(GH);
+    // ...and with the daemon gone, the hook bootstraps a first prompt from it.
+    const hook = spawnSync(process.execPath, [CONTEXTD_BIN, 'hook', 'claude-code', '--state', state, '--socket', socket], {
+      input: JSON.stringify({ hook_event_name: 'UserPromptSubmit', session_id: 'next', prompt: 'fix the rounding bug in billing totals computeTotal' }),
+      encoding: 'utf8',
+    });
+    expect(hook.status).toBe(0);
+    expect(hook.stdout).toMatch(/contextd warm start[^]*(total\.ts|computeTotal|billing)/);
+    expect(readFileSync(join(state, 'hooks.log'), 'utf8')).toContain('warm bootstrap read from the warm snapshot');
   });
 
   it('harvests a session by itself once it has been idle for idleTimeoutMs', async () => {

@@ -1,9 +1,11 @@
 /** `contextd hook` as an agent runs it: a child process, JSON on stdin, never failing the agent. */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run, CONTEXTD_BIN } from '../agents/harness.js';
+import { generatedCorpus, writeTranscripts } from '../fixtures/transcripts.js';
+import { WARM_SNAPSHOT_FILE } from '../../src/warm/snapshot-format.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -31,7 +33,36 @@ describe('contextd hook', () => {
     dirs.push(dir);
     const r = await hook(dir, JSON.stringify({ hook_event_name: 'UserPromptSubmit', session_id: 's1', prompt: 'fix the build', cwd: dir }));
     expect(r).toMatchObject({ code: 0, stdout: '' });
-    expect(readFileSync(join(dir, 'state', 'hooks.log'), 'utf8')).toContain('reading the template store directly');
+    expect(readFileSync(join(dir, 'state', 'hooks.log'), 'utf8')).toContain('daemon unavailable for warm.bootstrap; bootstrapping from the state folder');
+  });
+
+  it('with the daemon down: bootstraps from the warm snapshot `warm harvest` wrote, and from the store when the snapshot is corrupt', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxd-hook-'));
+    dirs.push(dir);
+    writeTranscripts(join(dir, 'sessions'), generatedCorpus());
+    const harvest = await run(process.execPath, [CONTEXTD_BIN, 'warm', 'harvest', join(dir, 'sessions'), '--state', join(dir, 'state'), '--json'], dir, { PATH: process.env['PATH'], HOME: dir });
+    expect(harvest.code, harvest.stderr).toBe(0);
+    const snapshot = join(dir, 'state', WARM_SNAPSHOT_FILE);
+    expect(statSync(snapshot).mode & 0o777).toBe(0o600);
+    const event = JSON.stringify({ hook_event_name: 'UserPromptSubmit', session_id: 's1', prompt: 'fix the date parser offset bug', cwd: dir });
+    const logLines = (): Record<string, unknown>[] =>
+      readFileSync(join(dir, 'state', 'hooks.log'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+    const fromSnapshot = await hook(dir, event);
+    expect(fromSnapshot.code).toBe(0);
+    expect(fromSnapshot.stdout).toContain('contextd warm start');
+    expect(logLines().map((l) => l['msg'])).toContain('warm bootstrap read from the warm snapshot');
+
+    writeFileSync(snapshot, '{"format":"contextd-warm-snapshot","version":1,"templ');
+    const fromStore = await hook(dir, event);
+    // Same answer: the snapshot holds what the store holds.
+    expect(fromStore).toMatchObject({ code: 0, stdout: fromSnapshot.stdout });
+    const notes = logLines().slice(-2);
+    expect(notes[0]).toMatchObject({ msg: 'warm snapshot unusable; reading the template store', code: 'WARM_SNAPSHOT_INVALID' });
+    expect(notes[1]).toMatchObject({ msg: 'warm bootstrap read from the template store' });
   });
 
   it('an unknown agent is a usage error (exit 2), not a silent success', async () => {

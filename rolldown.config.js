@@ -1,0 +1,29 @@
+// Bundles the compiled `contextd hook` entry (dist/src/cli/hook.js, from tsc) into a few files
+// under dist/hook/, which bin/contextd.js loads for `contextd hook …`. A hook is a fresh process
+// on an agent's critical path: on Node 20 the ESM loader resolves and reads each module
+// separately, and one file costs ~25 ms less start-up CPU than the ~20 it replaces. Modules
+// only some events need (the transcript reader, the planner, SQLite) stay separate chunks,
+// loaded by the dynamic import() of the path that needs them. npm packages are not bundled.
+import { isAbsolute } from 'node:path';
+import { defineConfig } from 'rolldown';
+
+export default defineConfig({
+  input: { hook: 'dist/src/cli/hook.js' },
+  platform: 'node',
+  external: (id) => !id.startsWith('.') && !isAbsolute(id),
+  output: {
+    dir: 'dist/hook',
+    format: 'esm',
+    entryFileNames: '[name].js',
+    chunkFileNames: '[name]-[hash].js',
+    // Few files per path: what every run needs, the socket client (daemon up), the warm
+    // bootstrap (daemon down); the rest (transcript reader, planner, SQLite) as split.
+    codeSplitting: {
+      groups: [
+        { name: 'hook-common', test: /\/src\/(util\/errors|warm\/snapshot-format|ipc\/paths)\.js$/, priority: 3 },
+        { name: 'hook-ipc', test: /\/src\/(ipc\/(client-transport|errors)|util\/framer)\.js$/, priority: 2 },
+        { name: 'hook-warm', test: /\/src\/(warm\/|text\/|model\/tokens\.js$|store\/(confidence|repo)\.js$)/, priority: 1 },
+      ],
+    },
+  },
+});

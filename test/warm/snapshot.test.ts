@@ -1,0 +1,137 @@
+/**
+ * The warm snapshot: written from a real SQLite template store, it must answer every read query
+ * the bootstrap makes exactly as the store does (so the hook's daemon-down bootstrap equals the
+ * store's), stay owner-only, and be refused — never guessed at — when it is not ours.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { harvestFiles } from '../../src/harvest/index.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { matchTerms } from '../../src/store/fts.js';
+import type { TemplateStore } from '../../src/store/templates.js';
+import { isContextdError } from '../../src/util/errors.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { bootstrap } from '../../src/warm/index.js';
+import { WARM_SNAPSHOT_FILE } from '../../src/warm/snapshot-format.js';
+import { fts5Tokens, parseWarmSnapshot, readWarmSnapshot, SnapshotTemplateSource } from '../../src/warm/snapshot-source.js';
+import { buildWarmSnapshot, refreshWarmSnapshot, writeWarmSnapshot } from '../../src/warm/snapshot.js';
+import { generatedCorpus, writeTranscripts } from '../fixtures/transcripts.js';
+import { cleanup, tempDir, tempStore } from '../harvest/fixtures.js';
+
+const counter = createTokenCounter();
+const NOW = Date.UTC(2026, 10, 1);
+const WORDS = ['fix', 'date', 'parser', 'offset', 'widgets', 'test', 'zone', 'the', 'parse_date', 'date_parse', 'src/parser.ts', 'npm', 'café', 'build', 'failing'];
+
+let store: TemplateStore;
+let stateDir: string;
+
+beforeAll(async () => {
+  const dir = tempDir();
+  writeTranscripts(join(dir, 'sessions'), generatedCorpus());
+  ({ store } = tempStore(dir));
+  stateDir = join(dir, 'state');
+  const summary = await harvestFiles([join(dir, 'sessions')], { store, tokenCounter: counter, logger: silentLogger() });
+  expect(summary.harvested).toBeGreaterThan(2);
+});
+afterAll(() => cleanup());
+
+describe('warm snapshot', () => {
+  it('is written owner-only and read back as what the store holds', () => {
+    const r = writeWarmSnapshot(store, stateDir, NOW);
+    expect(r).toMatchObject({ written: true, templates: store.count() });
+    const path = join(stateDir, WARM_SNAPSHOT_FILE);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    const source = readWarmSnapshot(stateDir);
+    expect(source?.writtenAt).toBe(NOW);
+    const file = buildWarmSnapshot(store, NOW);
+    // The comparisons below mean something only if there is knowledge, repo knowledge and patterns to compare.
+    expect(file.knowledge.length).toBeGreaterThan(0);
+    expect(Object.keys(file.repoKnowledge).length).toBeGreaterThan(0);
+    expect(file.patterns.length).toBeGreaterThan(0);
+    expect(source?.list().map((t) => t.id)).toEqual(store.list().map((t) => t.id));
+    for (const t of store.list()) expect(source?.get(t.id, NOW + 86_400_000)).toEqual(store.get(t.id, NOW + 86_400_000));
+  });
+
+  it('answers search, list, knowledge and patterns as the SQLite store does (property)', () => {
+    const source = new SnapshotTemplateSource(buildWarmSnapshot(store, NOW));
+    const repos = [...new Set(store.list().map((t) => t.repo)), 'acme/none', ''];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 8 }), fc.constantFrom(...repos), (words, repo) => {
+        const terms = matchTerms(words.join(' ')).concat(words.filter((w) => w.includes('_')));
+        const fromStore = store.search(terms, 60);
+        const fromSnapshot = source.search(terms, 60);
+        expect(fromSnapshot.map((h) => h.templateId).sort()).toEqual(fromStore.map((h) => h.templateId).sort());
+        const rankOf = new Map(fromStore.map((h) => [h.templateId, h.rank]));
+        for (const h of fromSnapshot) expect(h.rank).toBeCloseTo(rankOf.get(h.templateId) ?? NaN, 6);
+        const name = repo.split('/').pop() ?? '';
+        expect(source.list({ repoName: name, limit: 20 })).toEqual(store.list({ repoName: name, limit: 20 }));
+        const ids = fromStore.slice(0, 3).map((h) => h.templateId);
+        expect(source.knowledgeFor(ids, repo || undefined, NOW + 1000)).toEqual(store.knowledgeFor(ids, repo || undefined, NOW + 1000));
+        expect(source.patterns(repo || undefined)).toEqual(store.patterns(repo || undefined));
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('gives the same bootstrap as the store for any task, repo and budget (property)', () => {
+    const source = new SnapshotTemplateSource(buildWarmSnapshot(store, NOW));
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 10 }),
+        fc.option(fc.constantFrom('acme/dateparse', 'octo/widgets', 'acme/none', '/home/u/src/widgets')),
+        fc.integer({ min: 50, max: 3000 }),
+        (words, repo, budgetTokens) => {
+          const request = { task: words.join(' '), repo: repo ?? undefined, budgetTokens };
+          const viaStore = bootstrap(request, { store, tokenCounter: counter, now: () => NOW });
+          const viaSnapshot = bootstrap(request, { store: source, tokenCounter: counter, now: () => NOW });
+          expect(viaSnapshot).toEqual(viaStore);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('tokenizes like FTS5 unicode61: letters and digits, lower case, no diacritics', () => {
+    expect(fts5Tokens('Fix parse_date in src/Parser.ts — Café 42x')).toEqual(['fix', 'parse', 'date', 'in', 'src', 'parser', 'ts', 'cafe', '42x']);
+  });
+
+  it('refuses what is not a current snapshot, naming why', () => {
+    const bad = (text: string): string => {
+      try {
+        parseWarmSnapshot(text, 'x.json');
+      } catch (err) {
+        expect(isContextdError(err, 'WARM_SNAPSHOT_INVALID')).toBe(true);
+        return (err as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    const good = JSON.parse(JSON.stringify(buildWarmSnapshot(store, NOW))) as Record<string, unknown>;
+    expect(bad('{"format":"contextd-warm-snapshot","vers')).toMatch(/not JSON/);
+    expect(bad('[]')).toMatch(/not a contextd warm snapshot/);
+    expect(bad(JSON.stringify({ ...good, version: 99 }))).toMatch(/version 99/);
+    expect(bad(JSON.stringify({ ...good, patterns: undefined }))).toMatch(/incomplete/);
+    expect(bad(JSON.stringify({ ...good, templates: [{ id: 'x' }] }))).toMatch(/malformed template/);
+    expect(parseWarmSnapshot(JSON.stringify(good)).templates.length).toBe(store.count());
+  });
+
+  it('is not written past its limits, and an older one is removed then (the hook reads the store)', () => {
+    expect(writeWarmSnapshot(store, stateDir, NOW).written).toBe(true);
+    const path = join(stateDir, WARM_SNAPSHOT_FILE);
+    expect(writeWarmSnapshot(store, stateDir, NOW, { maxTemplates: 1 })).toMatchObject({ written: false, skipped: expect.stringMatching(/templates, over 1$/) });
+    expect(existsSync(path)).toBe(false);
+    expect(writeWarmSnapshot(store, stateDir, NOW, { maxBytes: 1000 })).toMatchObject({ written: false, skipped: expect.stringMatching(/bytes, over 1000$/) });
+    expect(existsSync(path)).toBe(false);
+    expect(readWarmSnapshot(stateDir)).toBeUndefined();
+  });
+
+  it('a failed refresh removes the stale snapshot instead of leaving it to be served', () => {
+    const { db, store: other } = tempStore();
+    const otherState = join(db.name, '..');
+    expect(writeWarmSnapshot(other, otherState, NOW).written).toBe(true);
+    db.close(); // every read of the store now fails
+    expect(refreshWarmSnapshot(other, otherState, silentLogger(), NOW)).toBeUndefined();
+    expect(existsSync(join(otherState, WARM_SNAPSHOT_FILE))).toBe(false);
+  });
+});
