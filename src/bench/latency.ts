@@ -9,6 +9,7 @@ import { ContextdClient, type WirePlan } from '../ipc/client.js';
 import { demoTranscript, demoTranscriptJsonl } from '../demo/transcript.js';
 import { createTokenCounter } from '../model/tokens.js';
 import { cpuSeconds, round, rssMiB, startDaemonProcess, summarize } from './harness.js';
+import { generatedTranscript } from './transcripts.js';
 
 export interface LatencyOptions {
   readonly concurrency?: readonly number[];
@@ -114,13 +115,9 @@ async function rssAt(sessionsCount: number, rounds: number): Promise<Record<stri
   const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-rss-'));
   const watch = join(dir, 'sessions');
   mkdirSync(watch);
-  // Every message its own text (the demo generator repeats itself, and real transcripts do
-  // not): repeated messages would let the token cache serve a cold start as well as a restart.
+  // Every message its own text: repeated messages would let the token cache serve a cold start as well as a restart.
   const base = demoTranscript({ rounds });
-  for (let i = 0; i < sessionsCount; i++) {
-    const lines = base.map((l, n) => JSON.stringify({ ...l, content: `${l.content}\n[session ${i}, line ${n}]` }));
-    writeFileSync(join(watch, `rss-${i}.jsonl`), lines.join('\n') + '\n');
-  }
+  for (let i = 0; i < sessionsCount; i++) writeFileSync(join(watch, `rss-${i}.jsonl`), generatedTranscript(i, rounds, base));
   const socket = join(dir, 's.sock');
   const args = ['--watch', watch, '--socket', socket, '--state', join(dir, 'state'), '--budget', '1000000'];
   /** Start the daemon, wait for its first status (every transcript read), measure. */

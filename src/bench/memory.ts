@@ -5,12 +5,12 @@
  * Not a wall-clock figure: it does not move with machine load.
  */
 import { runtimeCollector } from '../util/gc.js';
-import { demoTranscript } from '../demo/transcript.js';
 import { TranscriptDecoder } from '../ingest/decoder.js';
 import { SessionModel } from '../model/index.js';
 import { createTokenCounter } from '../model/tokens.js';
 import { planCompaction, SummaryCache } from '../compact/index.js';
 import { round } from './harness.js';
+import { generatedTranscript } from './transcripts.js';
 
 export interface MemoryBenchOptions {
   /** Sessions held at once (default 4). */
@@ -28,12 +28,6 @@ function collector(): () => void {
   const gc = runtimeCollector();
   if (!gc) throw new Error('bench memory needs a full garbage collection, and this runtime exposes none');
   return gc;
-}
-
-/** The JSONL of a generated session; every line its own text (as in the latency bench's RSS run). */
-export function generatedTranscript(session: number, rounds: number): Buffer {
-  const lines = demoTranscript({ rounds }).map((l, n) => JSON.stringify({ ...l, content: `${l.content}\n[session ${session}, line ${n}]` }));
-  return Buffer.from(lines.join('\n') + '\n');
 }
 
 /** Heap growth of `sessions` live models, per session and per token. */

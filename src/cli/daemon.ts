@@ -9,7 +9,8 @@ import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parsePositiveInt, parseRatio } from './output.js';
 
-interface DaemonFlags {
+/** The flags of `contextd daemon` as commander parses them (undefined: not given). */
+export interface DaemonFlags {
   config?: string;
   watch?: string[];
   socket?: string;
@@ -90,7 +91,7 @@ export async function runDaemon(flags: DaemonFlags): Promise<void> {
   await daemon.start();
 }
 
-/** `contextd daemon [--config F] [--watch DIR]... [--socket P] [--state DIR] [--budget N] [--reserve R] [--proxy HOST:PORT] [--anthropic-upstream URL] [--openai-upstream URL] [--proxy-recall-tool]` */
+/** `contextd daemon [--config F] [--watch DIR]... [--socket P] [--state DIR] [--budget N] [--reserve R] [--proxy HOST:PORT] [--anthropic-upstream URL] [--openai-upstream URL] [--[no-]proxy-recall-tool]` */
 export function registerDaemon(program: Command): void {
   program
     .command('daemon')
@@ -106,6 +107,7 @@ export function registerDaemon(program: Command): void {
     .option('--anthropic-upstream <url>', 'where the proxy sends Anthropic requests (default https://api.anthropic.com)')
     .option('--openai-upstream <url>', 'where the proxy sends OpenAI requests (default https://api.openai.com)')
     .option('--proxy-recall-tool', 'offer the model a contextd_recall tool the proxy answers from the archive (changes the prompt once; off by default)')
+    .option('--no-proxy-recall-tool', 'do not offer the contextd_recall tool, whatever proxy.recallTool in the config file says')
     .action(async (flags: DaemonFlags) => {
       await runDaemon(flags);
     });

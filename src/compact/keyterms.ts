@@ -36,21 +36,93 @@ function dfTermsOf(m: Message): ReadonlySet<string> {
   return memoMessage(m, 'df-terms', (x) => contentTerms(x.text.length > DF_CHARS ? x.text.slice(0, DF_CHARS) : x.text));
 }
 
-export class ReferenceIndex {
-  /** term → last message index whose user/assistant text or tool arguments mention it. */
-  private readonly lastRef = new Map<string, number>();
-  /** term → number of messages containing it (any role). */
-  private readonly df = new Map<string, number>();
-  private readonly goalTerms: Set<string>;
-  private readonly rareLimit: number;
+/**
+ * Per-term references over a message list: the last index whose user/assistant text or tool
+ * arguments mention a term, and how many messages contain it. Grown in place when the list
+ * only grew (a re-plan after an appended line reads the new messages only).
+ */
+let referenceReads = 0;
 
-  constructor(messages: readonly Message[], goal: string) {
-    messages.forEach((m, i) => {
+/** Messages read into term references so far in this process (each once per list it joins). */
+export function referenceMessagesRead(): number {
+  return referenceReads;
+}
+
+class TermRefs {
+  readonly lastRef: Map<string, number>;
+  readonly df: Map<string, number>;
+  messages: readonly Message[] = [];
+  /** Reference indexes (plans) reading these maps: they must not grow under them. */
+  readers = 0;
+
+  constructor(from?: TermRefs) {
+    this.lastRef = new Map(from?.lastRef);
+    this.df = new Map(from?.df);
+    if (from) this.messages = from.messages;
+  }
+
+  extend(messages: readonly Message[]): void {
+    referenceReads += Math.max(0, messages.length - this.messages.length);
+    for (let i = this.messages.length; i < messages.length; i++) {
+      const m = messages[i] as Message;
       for (const t of refTermsOf(m)) this.lastRef.set(t, i);
       for (const t of dfTermsOf(m)) this.df.set(t, (this.df.get(t) ?? 0) + 1);
-    });
+    }
+    this.messages = messages;
+  }
+}
+
+/** True when `prefix` is the start of `list`, message by message (same objects). */
+function isPrefix(prefix: readonly Message[], list: readonly Message[]): boolean {
+  if (prefix.length > list.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (prefix[i] !== list[i]) return false;
+  return true;
+}
+
+/** The latest term references per owner (a session model), for `ReferenceIndex.of`. */
+const refsByOwner = new WeakMap<object, TermRefs>();
+
+export class ReferenceIndex {
+  private readonly lastRef: ReadonlyMap<string, number>;
+  private readonly df: ReadonlyMap<string, number>;
+  private readonly goalTerms: Set<string>;
+  private readonly rareLimit: number;
+  private refs: TermRefs | undefined;
+
+  /** An index of its own over `messages` (every message read). */
+  constructor(messages: readonly Message[], goal: string, refs?: TermRefs) {
+    if (!refs) {
+      refs = new TermRefs();
+      refs.extend(messages);
+    }
+    this.lastRef = refs.lastRef;
+    this.df = refs.df;
     this.goalTerms = contentTerms(goal);
     this.rareLimit = Math.max(4, Math.ceil(messages.length * 0.03));
+  }
+
+  /**
+   * The index of `owner`'s current `messages`, reusing what was read for its last plan when the
+   * list only grew since (same message objects in front): only appended messages are read.
+   * Call `release()` when the plan is done; until then a later call does not change this one
+   * (it grows a copy instead).
+   */
+  static of(owner: object, messages: readonly Message[], goal: string): ReferenceIndex {
+    let refs = refsByOwner.get(owner);
+    if (!refs || !isPrefix(refs.messages, messages)) refs = new TermRefs();
+    else if (refs.messages.length < messages.length && refs.readers > 0) refs = new TermRefs(refs);
+    refs.extend(messages);
+    refsByOwner.set(owner, refs);
+    refs.readers++;
+    const index = new ReferenceIndex(messages, goal, refs);
+    index.refs = refs;
+    return index;
+  }
+
+  /** Ends a plan's use of an index from `of` (the owner's references may grow again). */
+  release(): void {
+    if (this.refs) this.refs.readers--;
+    this.refs = undefined;
   }
 
   /** True when `t` is specific enough to steer a summary (identifier-like or rare). */

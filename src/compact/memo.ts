@@ -19,6 +19,15 @@ interface Slot {
 
 const perMessage = new WeakMap<Message, Map<string, unknown>>();
 const perList = new WeakMap<Message, Map<string, Slot>>();
+let computed = 0;
+
+/**
+ * How many values `memoMessage` and `memoList` have computed so far in this process (misses):
+ * a re-plan after one appended line computes a handful, whatever the session's size.
+ */
+export function memoComputations(): number {
+  return computed;
+}
 
 /** `compute(m)` once per message object and `name`. */
 export function memoMessage<T>(m: Message, name: string, compute: (m: Message) => T): T {
@@ -28,6 +37,7 @@ export function memoMessage<T>(m: Message, name: string, compute: (m: Message) =
     perMessage.set(m, slots);
   }
   if (slots.has(name)) return slots.get(name) as T;
+  computed++;
   const v = compute(m);
   slots.set(name, v);
   return v;
@@ -42,16 +52,21 @@ function sameList(a: readonly Message[], b: readonly Message[]): boolean {
 /** `compute(msgs)` once per identical list of message objects and `name`. */
 export function memoList<T>(msgs: readonly Message[], name: string, compute: (msgs: readonly Message[]) => T): T {
   const last = msgs[msgs.length - 1];
-  if (!last) return compute(msgs);
+  if (!last) {
+    computed++;
+    return compute(msgs);
+  }
   let slots = perList.get(last);
   if (!slots) {
     slots = new Map();
     perList.set(last, slots);
   }
   const hit = slots.get(name);
-  if (hit && sameList(hit.msgs, msgs)) return hit.value as T;
+  if (hit && (hit.msgs === msgs || sameList(hit.msgs, msgs))) return hit.value as T;
+  computed++;
   const value = compute(msgs);
-  slots.set(name, { msgs: [...msgs], value });
+  // a frozen list (the model's own, stable until the section changes) is kept as it is
+  slots.set(name, { msgs: Object.isFrozen(msgs) ? msgs : [...msgs], value });
   return value;
 }
 

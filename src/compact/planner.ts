@@ -175,7 +175,32 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   const ctx = detectorContext(model);
   const units = buildUnits(ctx.sections, runDetectors(ctx), options.mode === 'soft');
   if (units.length === 0) return empty;
-  const refs = new ReferenceIndex(model.messages(), ctx.goal);
+  const refs = ReferenceIndex.of(model, model.messages(), ctx.goal);
+  try {
+    return await planUnits(model, options, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log });
+  } finally {
+    refs.release();
+  }
+}
+
+interface PlanState {
+  readonly empty: Plan;
+  readonly units: readonly Unit[];
+  readonly refs: ReferenceIndex;
+  readonly sessionId: string;
+  readonly summarizer: Summarizer;
+  readonly counter: TokenCounter;
+  readonly tokensBefore: number;
+  readonly target: number;
+  readonly total: number;
+  readonly goal: string;
+  readonly log: Logger | undefined;
+}
+
+/** Selection rounds, summaries and the survival check over the detected units. */
+async function planUnits(model: CompactableModel, options: PlanOptions, st: PlanState): Promise<Plan> {
+  const { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, log } = st;
+  const { planId } = empty;
   const compactable = units.reduce((n, u) => n + u.section.tokens, 0);
   const need = tokensBefore - target;
   // Summaries of tool work pick a few facts (fixed size); span summaries of conversation render
@@ -185,7 +210,7 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   let ratio = compactable > need ? Math.min(0.2 + 0.15 * chat, Math.max(0.03, ((compactable - need) / compactable) * (0.5 + 0.4 * chat))) : 0.03;
   let extra = 0;
   let records: EditRecord[] = [];
-  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: ctx.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_' };
+  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_' };
   // Each round selects more (or merges harder, last) when the summaries overshot; the round
   // that meets the target — else the one saving most — wins.
   for (let round = 0; round < MAX_ROUNDS; round++) {

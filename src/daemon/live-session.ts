@@ -42,6 +42,11 @@ export class LiveSession {
   /** File offset just past the last transcript line applied (tailed sessions). */
   tailOffset: number | undefined;
   /**
+   * File offset just past the last line read into the session manager's run queue (applied or
+   * still waiting for its turn); undefined when nothing was queued since the last rewrite.
+   */
+  queuedOffset: number | undefined;
+  /**
    * Set while the model is released from memory (memory budget): the transcript offset it was
    * built up to and its headroom then (for status). Rebuilt from the transcript on demand.
    */
@@ -84,7 +89,7 @@ export class LiveSession {
    * harvest reads the file up to here, the same lines the model was given.
    */
   harvestEndOffset(): number {
-    return this.pending.at(-1)?.toOffset ?? this.tailOffset ?? 0;
+    return this.queuedOffset ?? this.pending.at(-1)?.toOffset ?? this.tailOffset ?? 0;
   }
 
   /** The headroom now, or as it was when the model was released. */

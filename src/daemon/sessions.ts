@@ -12,6 +12,7 @@ import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
+import { IngestQueue } from './ingest-queue.js';
 import { ADVISORY_PLAN_INTERVAL_MS, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type MemoryBudget, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
@@ -29,6 +30,11 @@ export interface LoopOptions {
   readonly memory?: MemoryBudget;
   /** Longest transcript line parsed when a released session is rebuilt (default 8 MiB). */
   readonly maxLineBytes?: number;
+  /**
+   * Longest run of turns before the pump yields to the event loop (default TURN_SLICE_MS). At 0
+   * every turn gets its own event-loop iteration (tests use it to assert order, not time).
+   */
+  readonly turnSliceMs?: number;
 }
 
 export interface SessionManagerDeps {
@@ -57,6 +63,14 @@ export type ArchiveFilter = OriginalsFilter;
 
 export { ADVISORY_PLAN_INTERVAL_MS };
 
+/**
+ * Longest run of work (applying queued transcript batches, one plan) before the pump yields to
+ * the event loop, so socket requests such as daemon.status are answered between turns.
+ */
+export const TURN_SLICE_MS = 4;
+/** Bytes of read-but-unapplied transcript above which the tailer waits before reading more. */
+export const INGEST_HIGH_WATER_BYTES = 8 * 1024 * 1024;
+
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
   plan: [session: LiveSession, plan: Plan];
@@ -67,15 +81,27 @@ export interface SessionManagerEvents {
 /**
  * The registry of live sessions. Each session's lifecycle decisions (log, zone, throttle,
  * open plans, ended) are made by its `SessionLifecycle`; this class carries them out: it
- * applies transcript events to the model, stores headroom samples, runs plans one at a time
- * (yielding to the event loop between plans, so requests such as daemon.status are answered
- * while many sessions plan), archives originals and emits plans for the daemon to push.
+ * applies transcript events to the model, stores headroom samples, runs plans, archives
+ * originals and emits plans for the daemon to push.
+ *
+ * Scheduling: transcript batches (`enqueue`) and plans wait in one round-robin run queue of
+ * sessions. A session's turn applies every batch it has waiting (coalesced: one re-plan for
+ * many appends), then makes its plan if one is due; a backlog longer than a slice puts the
+ * plan off by one turn at most, so plans go on under sustained load. The pump runs turns for at most
+ * TURN_SLICE_MS and then yields to the event loop, so socket requests interleave with the
+ * work, and a busy session goes to the back of the queue instead of delaying the others.
  */
 export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly sessions = new Map<string, LiveSession>();
   private readonly byFile = new Map<string, LiveSession>();
-  /** Sessions waiting for their turn to plan, in order. */
+  /** Sessions waiting for their turn (batches to apply, or a plan to make), in order. */
+  private readonly runQueue = new Set<LiveSession>();
+  /** Sessions whose turn makes a plan. */
   private readonly planQueue = new Set<LiveSession>();
+  /** Sessions whose plan was put off once for their backlog (the next turn plans whatever is left). */
+  private readonly deferredPlans = new Set<LiveSession>();
+  /** Transcript batches read but not applied yet. */
+  private readonly queued = new IngestQueue<LiveSession>();
   private pumping: Promise<void> | undefined;
   /** Plans being made (awaited on shutdown). */
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -137,6 +163,41 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * new headroom. A session released from memory is rebuilt first (the events wait for it).
    */
   ingest(file: string, sessionId: string, format: TranscriptFormat, events: readonly TranscriptEvent[], toOffset?: number): LiveSession {
+    const s = this.open(file, sessionId, format);
+    if (s.fed) return s;
+    this.ingestInto(s, events, toOffset);
+    return s;
+  }
+
+  /**
+   * Like `ingest`, but the events wait for the session's turn in the run queue (the daemon's
+   * tailer path): the session exists at once, its model catches up within a few turns.
+   * `bytes` is what the batch was decoded from (backpressure: see `room`).
+   */
+  enqueue(file: string, sessionId: string, format: TranscriptFormat, events: readonly TranscriptEvent[], toOffset: number | undefined, bytes: number): LiveSession {
+    const s = this.open(file, sessionId, format);
+    if (s.fed || this.closing) return s;
+    this.queued.push(s, { events, toOffset, bytes });
+    if (toOffset !== undefined) s.queuedOffset = toOffset;
+    this.schedule(s);
+    return s;
+  }
+
+  /**
+   * Resolves when the transcript bytes waiting to be applied fall to the high-water mark
+   * (undefined when they are below it already): the tailer asks before reading more.
+   */
+  room(): Promise<void> | undefined {
+    return this.queued.below(INGEST_HIGH_WATER_BYTES);
+  }
+
+  /** Resolves once every queued transcript batch has been applied (the daemon's first scan). */
+  async settled(): Promise<void> {
+    await this.queued.below(0);
+  }
+
+  /** The session of a transcript, opened when new; a session fed over the socket is returned as it is. */
+  private open(file: string, sessionId: string, format: TranscriptFormat): LiveSession {
     let s = this.sessions.get(sessionId);
     if (s?.fed) {
       // The agent feeds this session itself (session.sync): what it sends is what the model
@@ -151,14 +212,38 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.log.info({ sessionId, file, format }, 'session opened');
       for (const p of this.sessions.values()) if (p.proxied?.agentSessionId === sessionId) this.link(p);
     }
+    return s;
+  }
+
+  private ingestInto(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
+    const { sessionId, file } = s;
     if (s.released) {
       s.pending.push({ events, toOffset });
       this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId, file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
-      return s;
+      return;
     }
     this.apply(s, events, toOffset);
     this.enforceBudget(s);
-    return s;
+  }
+
+  /**
+   * Apply a session's queued batches, oldest first, until none is left or `deadline`
+   * (performance.now()) passed. Returns true when none is left.
+   */
+  private applyQueued(s: LiveSession, deadline = Number.POSITIVE_INFINITY): boolean {
+    for (let b = this.queued.shift(s); b; b = this.queued.shift(s)) {
+      if (s.fed || !this.sessions.has(s.sessionId)) {
+        this.queued.drop(s);
+        return true;
+      }
+      try {
+        this.ingestInto(s, b.events, b.toOffset);
+      } catch (err) {
+        this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'could not apply transcript events');
+      }
+      if (performance.now() >= deadline) break;
+    }
+    return !this.queued.has(s);
   }
 
   private apply(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
@@ -198,7 +283,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         sessionId: s.sessionId,
         tokens: s.model.tokens(),
         lastActivityAt: s.lastActivityAt,
-        releasable: s !== keep && s.fed === undefined && s.tailOffset !== undefined && s.life.releasable && !this.planQueue.has(s),
+        releasable: s !== keep && s.fed === undefined && s.tailOffset !== undefined && s.life.releasable && !this.planQueue.has(s) && !this.queued.has(s),
         subscribed: this.subscribedTo(s),
       }));
     for (const id of sessionsToRelease(held, budget, this.now())) {
@@ -225,11 +310,19 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * the offset it had (token counts come from the cache), then the appends that waited apply.
    */
   async restore(s: LiveSession): Promise<LiveSession> {
-    if (!s.released) return s;
-    s.restoring ??= this.rebuild(s).finally(() => {
-      s.restoring = undefined;
-    });
-    await s.restoring;
+    if (s.released) {
+      s.restoring ??= this.rebuild(s).finally(() => {
+        s.restoring = undefined;
+      });
+      await s.restoring;
+    }
+    // Whoever reads the model sees every line read so far, not only those whose turn came:
+    // applied here ahead of its turn, in slices with a yield between (a long backlog never
+    // blocks the event loop at once).
+    while (this.queued.has(s) && this.sessions.get(s.sessionId) === s && !s.fed) {
+      if (this.applyQueued(s, performance.now() + (this.options.turnSliceMs ?? TURN_SLICE_MS))) break;
+      await yieldToEventLoop();
+    }
     return s;
   }
 
@@ -379,6 +472,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   resetSession(file: string, sessionId: string, reason: string): void {
     const s = this.sessions.get(sessionId);
     if (!s || s.fed) return;
+    // Batches read before the rewrite describe what is gone.
+    this.queued.drop(s);
+    s.queuedOffset = undefined;
     s.model = this.newModel(sessionId);
     s.released = undefined;
     s.pending.length = 0;
@@ -394,6 +490,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
     this.planQueue.delete(s);
+    this.runQueue.delete(s);
+    this.deferredPlans.delete(s);
+    this.queued.drop(s);
     this.sessions.delete(sessionId);
     this.byFile.delete(s.file);
     // a tailed session no longer names a conversation that is gone (the conversation's own link stays: harvest reads it)
@@ -419,7 +518,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return this.idle
       .due(this.now())
       .map((id) => this.sessions.get(id))
-      .filter((s): s is LiveSession => s !== undefined && !s.ended);
+      // a session with read lines still to apply is active, only behind
+      .filter((s): s is LiveSession => s !== undefined && !s.ended && !this.queued.has(s));
   }
 
   /**
@@ -493,8 +593,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** Stop planning, cancel timers, wait for plans in flight (shutdown). */
   async drain(): Promise<void> {
+    // What was read is applied (harvests on the way out see it); no plan is made any more.
+    for (const s of [...this.runQueue]) if (this.queued.has(s)) this.applyQueued(s);
     this.closing = true;
     this.planQueue.clear();
+    this.runQueue.clear();
+    this.deferredPlans.clear();
+    this.queued.releaseAll();
     for (const s of this.sessions.values()) {
       if (s.planTimer) clearTimeout(s.planTimer);
       s.planTimer = undefined;
@@ -574,34 +679,64 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       return;
     }
     this.planQueue.add(s);
+    this.schedule(s);
+  }
+
+  /** Put a session at the back of the run queue (if not in it) and make sure the pump runs. */
+  private schedule(s: LiveSession): void {
+    this.runQueue.add(s);
     this.pumping ??= this.pump().finally(() => {
       this.pumping = undefined;
     });
   }
 
-  /** Make the queued plans one at a time, yielding to the event loop before each. */
+  /**
+   * Run turns, round-robin, in slices of TURN_SLICE_MS with a yield to the event loop between
+   * slices (and before the first: never inside the caller). A turn applies the session's
+   * queued batches (a session with more left than a slice allows goes to the back and plans
+   * once they are all applied), then makes its plan if one is queued.
+   */
   private async pump(): Promise<void> {
-    while (this.planQueue.size > 0 && !this.closing) {
+    while (this.runQueue.size > 0 && !this.closing) {
       await yieldToEventLoop();
-      const s = this.planQueue.values().next().value as LiveSession | undefined;
-      if (!s) break;
-      this.planQueue.delete(s);
-      if (!this.sessions.has(s.sessionId)) continue;
-      // Decide again: the session may have changed while it waited.
-      const zone = zoneOf(s.model.headroom(), this.options);
-      const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
-      if (step.kind === 'wait') {
-        this.consider(s, zone);
-        continue;
+      const deadline = performance.now() + (this.options.turnSliceMs ?? TURN_SLICE_MS);
+      do await this.turn(deadline);
+      while (this.runQueue.size > 0 && !this.closing && performance.now() < deadline);
+    }
+  }
+
+  /** The next session's turn: its queued batches (until `deadline`), then its plan. */
+  private async turn(deadline: number): Promise<void> {
+    const s = this.runQueue.values().next().value as LiveSession | undefined;
+    if (!s) return;
+    this.runQueue.delete(s);
+    if (!this.sessions.has(s.sessionId)) return;
+    if (this.queued.has(s) && !this.applyQueued(s, deadline)) {
+      this.runQueue.add(s); // the rest in a later turn
+      // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:
+      // under sustained load the backlog never empties, and plans must still be made.
+      if (!this.planQueue.has(s) || !this.deferredPlans.delete(s)) {
+        this.deferredPlans.add(s);
+        return;
       }
-      if (step.kind !== 'plan') continue;
-      const work = this.runPlan(s, step.mode, step.advisory);
-      this.inFlight.add(work);
-      try {
-        await work;
-      } finally {
-        this.inFlight.delete(work);
-      }
+    }
+    if (!this.planQueue.has(s) || this.closing) return;
+    this.planQueue.delete(s);
+    this.deferredPlans.delete(s);
+    // Decide again: the session may have changed while it waited.
+    const zone = zoneOf(s.model.headroom(), this.options);
+    const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
+    if (step.kind === 'wait') {
+      this.consider(s, zone);
+      return;
+    }
+    if (step.kind !== 'plan') return;
+    const work = this.runPlan(s, step.mode, step.advisory);
+    this.inFlight.add(work);
+    try {
+      await work;
+    } finally {
+      this.inFlight.delete(work);
     }
   }
 
@@ -658,7 +793,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   private async archiveOriginals(s: LiveSession, model: SessionModel, plan: Plan, generation: number): Promise<boolean> {
-    const entries = await redactEntries(archiveEntries(model, plan.edits, { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt }), this.deps.archiveFilter);
+    const at = { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt };
+    // A handle names its originals, and archived rows are never deleted: an edit proposed again
+    // (the plan before was rejected or superseded) is only relinked by putMany, so its originals
+    // are neither gathered nor scanned for secrets a second time.
+    const known = new Set(plan.edits.filter((e) => this.deps.archive.has(e.handle)).map((e) => e.handle));
+    const fresh = await redactEntries(archiveEntries(model, plan.edits.filter((e) => !known.has(e.handle)), at), this.deps.archiveFilter);
+    const relinked = archiveEntries({ messagesOf: () => [] }, plan.edits.filter((e) => known.has(e.handle)), at).map((e) => ({ ...e, redactions: [] }));
+    const entries = [...fresh, ...relinked];
     if (s.life.generation !== generation) return false;
     this.deps.archive.putMany(entries);
     const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);

@@ -46,6 +46,21 @@ export class SqliteTokenCountCache implements TokenCountCache {
     }
   }
 
+  getMany(encoding: string, textsList: readonly (readonly string[])[]): (readonly number[] | undefined)[] {
+    const hashes = textsList.map(contentHash);
+    const out: (readonly number[] | undefined)[] = hashes.map((h) => this.pending.get(`${encoding}\u0000${h.toString('base64')}`)?.counts);
+    const missing = hashes.filter((_, i) => out[i] === undefined);
+    if (missing.length === 0) return out;
+    let stored: Map<string, number[]>;
+    try {
+      stored = this.store.getMany(encoding, missing);
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'token count cache unreadable; counting instead');
+      return out;
+    }
+    return out.map((c, i) => c ?? stored.get((hashes[i] as Buffer).toString('latin1')));
+  }
+
   set(encoding: string, texts: readonly string[], counts: readonly number[]): void {
     if (this.closed) return;
     const hash = contentHash(texts);

@@ -32,6 +32,11 @@ export interface TailerOptions {
   readonly logger?: Logger | undefined;
   /** Clock for the live window (default Date.now). */
   readonly now?: (() => number) | undefined;
+  /**
+   * Backpressure: asked before each read; while the promise it returns is pending, no more is
+   * read (the consumer has a backlog). Undefined means read on.
+   */
+  readonly gate?: (() => Promise<void> | undefined) | undefined;
 }
 
 export interface ResolvedTailerOptions {
@@ -47,6 +52,7 @@ export interface ResolvedTailerOptions {
   readonly warnIntervalMs: number;
   readonly logger: Logger;
   readonly now: () => number;
+  readonly gate: (() => Promise<void> | undefined) | undefined;
 }
 
 const schema = z
@@ -63,6 +69,7 @@ const schema = z
     warnIntervalMs: z.number().int().positive().optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as { child?: unknown }).child === 'function').optional(),
     now: z.custom<() => number>((v) => typeof v === 'function').optional(),
+    gate: z.custom<() => Promise<void> | undefined>((v) => typeof v === 'function').optional(),
   })
   .strict();
 
@@ -91,6 +98,7 @@ export function resolveTailerOptions(options: TailerOptions): ResolvedTailerOpti
     warnIntervalMs: o.warnIntervalMs ?? 60_000,
     logger: (o.logger ?? silentLogger()).child({ component: 'tailer' }),
     now: o.now ?? Date.now,
+    gate: o.gate,
   });
 }
 

@@ -94,8 +94,12 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private readonly openOrder = new Set<FileState>();
   /** Watch roots as given and as resolved through symlinks. */
   private rootReals: string[] = [];
+  /** Bumped by each resolution of the roots, so an older one finishing late is dropped. */
+  private rootsResolved = 0;
   private readonly warnings: RateLimitedLog;
   private readonly rescans = new Set<NodeJS.Timeout>();
+  /** Folders whose rescans are pending: a folder reported twice (a root that appears is also chokidar's addDir) is listed once per delay. */
+  private readonly rescanning = new Set<string>();
   /** One per watch root: notices a root that appears (missing at start) or vanishes and comes back. */
   private presences: RootPresence[] = [];
 
@@ -119,7 +123,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     if (this.stateValue !== 'new') throw new ContextdError(ErrorCode.LIFECYCLE, `tailer cannot start in state ${this.stateValue}`);
     this.stateValue = 'running';
     const explicit = new Set(this.options.paths);
-    this.rootReals = await Promise.all(this.options.paths.map((p) => realpath(p).catch(() => p)));
+    await this.resolveRoots();
     const existing = await Promise.all(this.options.paths.map((p) => stat(p).then(() => true, () => false)));
     // Missing roots too: chokidar emits no 'ready' for an empty list, and watches a missing root
     // whose parent exists; RootPresence adds the others when they appear.
@@ -176,6 +180,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     for (const st of this.files.values()) this.clearTimers(st);
     for (const t of this.rescans) clearTimeout(t);
     this.rescans.clear();
+    this.rescanning.clear();
     await Promise.all(this.presences.map((p) => p.close()));
     try {
       await this.watcher?.close();
@@ -272,29 +277,40 @@ export class Tailer extends EventEmitter<TailerEvents> {
    * were written into it, so list it now and again shortly after, and pick up what it missed.
    */
   private onAddDir(dir: string): void {
-    if (!this.active || !this.initialScanDone) return;
-    for (const delay of NEW_DIR_RESCANS_MS) {
+    if (!this.active || !this.initialScanDone || this.rescanning.has(dir)) return;
+    this.rescanning.add(dir);
+    NEW_DIR_RESCANS_MS.forEach((delay, k) => {
       const t = setTimeout(() => {
         this.rescans.delete(t);
+        if (k === NEW_DIR_RESCANS_MS.length - 1) this.rescanning.delete(dir);
         void this.rescan(dir);
       }, delay);
       this.rescans.add(t);
-    }
+    });
+  }
+
+  /**
+   * Resolve every root through symlinks (a missing one stands for itself) and keep the result
+   * unless a newer resolution started meanwhile. Returns what this resolution found.
+   */
+  private async resolveRoots(): Promise<string[]> {
+    const n = ++this.rootsResolved;
+    const reals = await Promise.all(this.options.paths.map((p) => realpath(p).catch(() => p)));
+    if (n === this.rootsResolved) this.rootReals = reals;
+    return reals;
   }
 
   /** A watch root exists now: watch it and list it (now and shortly after, like a new folder). */
   private onRootAppeared(root: string): void {
     if (!this.active) return;
     this.options.logger.info({ path: root }, 'watch path appeared: watching it');
-    const i = this.options.paths.indexOf(root);
-    void realpath(root).then(
-      (real) => {
-        if (i >= 0) this.rootReals[i] = real;
-      },
-      () => undefined,
-    );
-    this.watcher?.add(root);
-    this.onAddDir(root); // listed now and shortly after (the first scan lists it if still to come)
+    // Resolved before the root is watched or listed: a file read earlier would be checked
+    // against the root's old (or unresolved) real path and refused as a link out of the roots.
+    void this.resolveRoots().then(() => {
+      if (!this.active) return;
+      this.watcher?.add(root);
+      this.onAddDir(root); // listed now and shortly after (the first scan lists it if still to come)
+    });
   }
 
   /** A watch root is gone: stop watching it (chokidar would not see it come back) and check its files. */
@@ -316,6 +332,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
       if (!isMissing(err)) this.options.logger.debug({ dir, err: describeError(err) }, 'new folder not listed');
       return;
     }
+    this.options.logger.debug({ dir, entries: entries.length }, 'folder listed');
     for (const e of entries) {
       if (!this.active) return;
       if (!e.isFile() || !e.name.endsWith('.jsonl')) continue;
@@ -422,7 +439,9 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private async openRegular(st: FileState): Promise<Opened> {
     if (!this.options.followSymlinks) {
       const real = await realpath(st.file);
-      if (!this.rootReals.some((r) => real === r || real.startsWith(r.endsWith(sep) ? r : r + sep))) return { skip: `a symlink leading out of the watch roots (to ${real}); set followSymlinks to read it` };
+      const inside = (roots: readonly string[]): boolean => roots.some((r) => real === r || real.startsWith(r.endsWith(sep) ? r : r + sep));
+      // A root that is a symlink may have been re-pointed since it was resolved: resolve again before refusing.
+      if (!inside(this.rootReals) && !inside(await this.resolveRoots())) return { skip: `a symlink leading out of the watch roots (to ${real}); set followSymlinks to read it` };
     }
     let fh: FileHandle;
     try {
@@ -550,6 +569,9 @@ export class Tailer extends EventEmitter<TailerEvents> {
     let size = s.size;
     let first = true;
     while (this.active && !st.gone) {
+      const wait = this.options.gate?.();
+      if (wait) await wait;
+      if (!this.active || st.gone) break;
       // The first read starts FINGERPRINT_BYTES early: the bytes before the offset must still be ours.
       const lead = first ? Math.min(st.tail.length, st.readPos) : 0;
       const want = Math.min(this.options.readChunkBytes, Math.max(MIN_READ_BYTES, size - st.readPos));

@@ -5,7 +5,8 @@
  */
 import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
-import { similarity } from './density.js';
+import { SharedBins, similarity, type DensityFeatures } from './density.js';
+
 import {
   buildEntry,
   computeFeatures,
@@ -22,11 +23,32 @@ import {
 import { EMPTY_TERM_VECTOR, TermIndex } from './relevance.js';
 import type { TokenCountCache, TokenCounter } from './tokens.js';
 
+/** From this many stale sections in a group, their matches are searched through shared bins. */
+const SHARED_BINS_FROM = 16;
+
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
   rec.maxNewerRec?.argmaxOf.delete(rec);
   rec.maxNewerRec = best;
   rec.maxNewer = sim;
   best?.argmaxOf.add(rec);
+}
+
+/** Index of the first of `members` (sorted by seq) with a seq above `seq`. */
+function firstNewer(members: readonly SectionRec[], seq: number): number {
+  let lo = 0;
+  let hi = members.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((members[mid] as SectionRec).seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Drops a section's cached message list (its fragments changed). */
+function forgetMessages(rec: SectionRec): void {
+  rec.messages = undefined;
+  rec.messageIds = undefined;
 }
 
 export class LiveContext {
@@ -49,6 +71,8 @@ export class LiveContext {
   private nextSectionNo = 1;
   private nextSeq = 1;
   totalTokens = 0;
+  /** `messages()` as last built; undefined after a change other than an append. */
+  private messageList: readonly Message[] | undefined;
   /** Sections with a seq below this belong to a turn that ended (turn-end event); 0 = open. */
   turnEndSeq = 0;
 
@@ -57,18 +81,32 @@ export class LiveContext {
     private readonly tokenCache?: TokenCountCache,
   ) {}
 
-  /** The live messages in order (split messages show only their live parts). */
-  messages(): Message[] {
-    const out: Message[] = [];
-    for (const e of this.entries) {
-      const m = projectEntry(e);
-      if (m) out.push(m);
+  /**
+   * The live messages in order (split messages show only their live parts). Kept between
+   * calls (an append extends it, other changes drop it), so a re-plan sees the same message
+   * objects as the plan before.
+   */
+  messages(): readonly Message[] {
+    if (!this.messageList) {
+      const out: Message[] = [];
+      for (const e of this.entries) {
+        const m = projectEntry(e);
+        if (m) out.push(m);
+      }
+      this.messageList = Object.freeze(out);
     }
-    return out;
+    return this.messageList;
   }
 
   /** The messages of one section; for a call split out of a multi-call message, a view with only that call. */
-  messagesOf(rec: SectionRec): Message[] {
+  messagesOf(rec: SectionRec): readonly Message[] {
+    rec.messages ??= Object.freeze(this.projectRec(rec));
+    return rec.messages;
+  }
+
+  private projectRec(rec: SectionRec): Message[] {
+    const only = rec.frags.length === 1 ? rec.frags[0] : undefined;
+    if (only) return [only.entry.frags.length === 1 ? only.entry.message : projectFragments(only.entry.message, [only])];
     const byEntry = new Map<Entry, Fragment[]>();
     for (const f of rec.frags) {
       const list = byEntry.get(f.entry);
@@ -97,6 +135,7 @@ export class LiveContext {
    * summary's section record.
    */
   replace(recs: readonly SectionRec[], message: Message, extra: Pick<SectionRec, 'summary'>): SectionRec {
+    this.messageList = undefined;
     const doomed = new Set(recs);
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
@@ -150,24 +189,57 @@ export class LiveContext {
       for (const x of rec.argmaxOf) this.densityStale.add(x);
       this.densityStale.add(rec);
     }
+    // Each group's live members in seq order (a group's set is filled in creation order, but a
+    // member may have been re-added); built once per pass, for the groups touched.
+    const ordered = new Map<string, SectionRec[]>();
+    const membersOf = (key: string): SectionRec[] => {
+      let list = ordered.get(key);
+      if (!list) {
+        list = [...(this.groups.get(key) ?? [])].sort((a, b) => a.seq - b.seq);
+        ordered.set(key, list);
+      }
+      return list;
+    };
+    // Members that keep their best match (not stale): a changed newer section may beat it.
+    // After a restart every section is stale and this pass has nothing to do.
+    const keeping = new Map<string, SectionRec[]>();
     for (const rec of dirty) {
-      const group = this.groups.get(rec.groupKey);
-      if (!group || !rec.features) continue;
-      for (const older of group) {
-        if (older.seq >= rec.seq || !older.features || this.densityStale.has(older)) continue;
+      if (!rec.features) continue;
+      let keepers = keeping.get(rec.groupKey);
+      if (!keepers) {
+        keepers = membersOf(rec.groupKey).filter((r) => r.features !== undefined && !this.densityStale.has(r));
+        keeping.set(rec.groupKey, keepers);
+      }
+      for (const older of keepers) {
+        if (older.seq >= rec.seq) break;
+        if (!older.features) continue;
         const sim = similarity(older.features, rec.features);
         if (sim > older.maxNewer) setBest(older, rec, sim);
       }
     }
+    // Stale sections look for their best newer match again: among all newer members, or — when
+    // many of a group are stale (a restart) — among those sharing a bin value (the rest are 0).
+    const staleBy = new Map<string, SectionRec[]>();
     for (const rec of this.densityStale) {
       if (!rec.live || !rec.features) continue;
-      setBest(rec, undefined, 0);
-      const group = this.groups.get(rec.groupKey);
-      if (!group) continue;
-      for (const newer of group) {
-        if (newer.seq <= rec.seq || !newer.features) continue;
-        const sim = similarity(rec.features, newer.features);
-        if (sim > rec.maxNewer) setBest(rec, newer, sim);
+      const list = staleBy.get(rec.groupKey);
+      if (list) list.push(rec);
+      else staleBy.set(rec.groupKey, [rec]);
+    }
+    for (const [key, stale] of staleBy) {
+      const members = membersOf(key);
+      const shared = stale.length >= SHARED_BINS_FROM ? new SharedBins(members.map((m) => m.features)) : undefined;
+      for (const rec of stale) {
+        const features = rec.features as DensityFeatures;
+        setBest(rec, undefined, 0);
+        const from = firstNewer(members, rec.seq);
+        const consider = (newer: SectionRec): void => {
+          if (!newer.features) return;
+          const sim = similarity(features, newer.features);
+          if (sim > rec.maxNewer) setBest(rec, newer, sim);
+        };
+        if (shared) for (const i of shared.sharingFrom(from, features)) consider(members[i] as SectionRec);
+        else for (let i = from; i < members.length; i++) consider(members[i] as SectionRec);
       }
     }
     this.densityStale.clear();
@@ -185,10 +257,13 @@ export class LiveContext {
     this.densityStale.delete(rec);
   }
 
-  appendMessage(message: Message): void {
-    const entry = buildEntry(message, this.counter, this.index, this.tokenCache);
+  /** `counts`: the message's token counts when already known (a batch looked up by `countMessages`). */
+  appendMessage(message: Message, counts?: readonly number[]): void {
+    const entry = buildEntry(message, this.counter, this.index, this.tokenCache, counts);
     this.entries.push(entry);
     this.entryById.set(message.id, entry);
+    // an appended message is whole (no part of it compacted yet): the list grows by itself
+    if (this.messageList) this.messageList = Object.freeze([...this.messageList, message]);
 
     if (message.role === 'tool') {
       const frag = entry.frags[0] as Fragment;
@@ -278,6 +353,8 @@ export class LiveContext {
       argmaxOf: new Set(),
       groupKey: groupKeyOf(base, extra.toolName),
       live: true,
+      messages: undefined,
+      messageIds: undefined,
       ...extra,
     };
     for (const f of frags) {
@@ -308,6 +385,7 @@ export class LiveContext {
   private attach(rec: SectionRec, frag: Fragment): void {
     frag.section = rec;
     rec.frags.push(frag);
+    forgetMessages(rec);
     rec.tokens += frag.tokens;
     this.totalTokens += frag.tokens;
     this.index.remove(rec.stats);
@@ -320,9 +398,11 @@ export class LiveContext {
   private detach(frag: Fragment): void {
     const rec = frag.section;
     if (!rec) return;
+    this.messageList = undefined;
     frag.section = undefined;
     const i = rec.frags.indexOf(frag);
     if (i >= 0) rec.frags.splice(i, 1);
+    forgetMessages(rec);
     if (rec.frags.length === 0) {
       rec.tokens -= frag.tokens;
       // dropSection subtracts rec.tokens (now 0) — account for the fragment here.
@@ -381,6 +461,7 @@ export class LiveContext {
     if (at < 0) return;
     const dropped = this.entries.slice(at + 1);
     this.entries = this.entries.slice(0, at + 1);
+    this.messageList = undefined;
     for (const e of dropped) {
       e.live = false;
       if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
@@ -392,6 +473,7 @@ export class LiveContext {
   }
 
   clear(): void {
+    this.messageList = undefined;
     for (const e of this.entries) e.live = false;
     this.entries = [];
     this.entryById.clear();

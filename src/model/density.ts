@@ -103,6 +103,55 @@ export function similarity(a: DensityFeatures, b: DensityFeatures): number {
   return s < SIMILARITY_NOISE ? 0 : s;
 }
 
+/**
+ * Which fingerprints of a list share a bin value: only such pairs can have a similarity
+ * above 0 (no equal bin → 0), so a section's best newer match is found among them instead
+ * of the whole group — after a restart every section of a group looks for its best match.
+ */
+export class SharedBins {
+  /** Per bin: value → positions holding it, ascending (values are small integers). */
+  private readonly bins: Map<number, number[]>[] = Array.from({ length: MINHASH_SLOTS }, () => new Map<number, number[]>());
+  private readonly mark: Uint32Array;
+  private stamp = 0;
+
+  constructor(list: readonly (DensityFeatures | undefined)[]) {
+    this.mark = new Uint32Array(list.length);
+    list.forEach((f, i) => {
+      if (!f || f.empty) return;
+      for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
+        const v = f.signature[bin] as number;
+        if (v === EMPTY_BIN) continue;
+        const byValue = this.bins[bin] as Map<number, number[]>;
+        const at = byValue.get(v);
+        if (at) at.push(i);
+        else byValue.set(v, [i]);
+      }
+    });
+  }
+
+  /** Positions ≥ `from` whose fingerprint shares a bin value with `f`, ascending. */
+  sharingFrom(from: number, f: DensityFeatures): number[] {
+    const out: number[] = [];
+    if (f.empty) return out;
+    const stamp = ++this.stamp;
+    for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
+      const v = f.signature[bin] as number;
+      if (v === EMPTY_BIN) continue;
+      const at = (this.bins[bin] as Map<number, number[]>).get(v);
+      if (!at) continue;
+      for (let k = at.length - 1; k >= 0; k--) {
+        const i = at[k] as number;
+        if (i < from) break;
+        if (this.mark[i] !== stamp) {
+          this.mark[i] = stamp;
+          out.push(i);
+        }
+      }
+    }
+    return out.sort((a, b) => a - b);
+  }
+}
+
 /** 1 for varied text, lower for text that repeats the same shingles. */
 export function repetitionFactor(f: DensityFeatures): number {
   if (f.totalShingles < MIN_SHINGLES_FOR_REPETITION) return 1;

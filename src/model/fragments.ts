@@ -7,7 +7,7 @@ import type { Message, ToolCall } from './messages.js';
 import { featuresOfShingles, mergeFeatures, type DensityFeatures } from './density.js';
 import { analyseText, looksLikeStackTrace } from '../text/index.js';
 import { mergeTermVectors, type TermIndex, type TermVector } from './relevance.js';
-import { countTexts, IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCountCache, type TokenCounter } from './tokens.js';
+import { countTexts, countTextsMany, IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCountCache, type TokenCounter } from './tokens.js';
 
 export type FragmentPart = 'whole' | 'text' | 'call' | 'result';
 
@@ -80,6 +80,14 @@ export interface SectionRec {
   groupKey: string;
   summary?: SummaryInfo;
   live: boolean;
+  /**
+   * The section's messages as `messagesOf` returns them, built on first read and dropped when
+   * its fragments change: the same array (and the same per-call view objects) until then, so
+   * whatever the planner memoizes per message or message list survives across plans.
+   */
+  messages: readonly Message[] | undefined;
+  /** Distinct ids of its messages, cached like `messages`. */
+  messageIds: readonly string[] | undefined;
 }
 
 export function groupKeyOf(base: SectionBase, toolName: string | undefined): string {
@@ -110,7 +118,19 @@ export function computeFeatures(rec: SectionRec): DensityFeatures {
  * session's `terms` dictionary. With a `cache`, the counts of
  * a message seen before (same texts) are read back instead.
  */
-export function buildEntry(message: Message, counter: TokenCounter, terms: TermIndex, cache?: TokenCountCache): Entry {
+/** The texts of a message that are counted, in order: text, reasoning, then each call's name and arguments. */
+export function countedTexts(message: Message): string[] {
+  const calls = message.role === 'assistant' ? (message.toolCalls ?? []) : [];
+  return [message.text, message.reasoning ?? '', ...calls.flatMap((c) => [c.name, c.arguments])];
+}
+
+/** The counts of many messages' texts (see `countedTexts`), cached ones looked up in one batch. */
+export function countMessages(messages: readonly Message[], counter: TokenCounter, cache?: TokenCountCache): number[][] {
+  return countTextsMany(counter, messages.map(countedTexts), cache);
+}
+
+/** `counts`: the message's counts when already known (`countMessages`), else counted or looked up here. */
+export function buildEntry(message: Message, counter: TokenCounter, terms: TermIndex, cache?: TokenCountCache, known?: readonly number[]): Entry {
   const entry: Entry = { message, frags: [], live: true };
   const fixed = MESSAGE_OVERHEAD_TOKENS + (message.imageCount ?? 0) * IMAGE_TOKEN_ESTIMATE;
   const calls = message.role === 'assistant' ? (message.toolCalls ?? []) : [];
@@ -120,8 +140,8 @@ export function buildEntry(message: Message, counter: TokenCounter, terms: TermI
     const overhead = entry.frags.length === 0 ? MESSAGE_OVERHEAD_TOKENS : 0;
     return { entry, part, ...(call ? { call } : {}), tokens, overhead, stats: terms.intern(stats), features: featuresOfShingles(shingles), error, section: undefined };
   };
-  // Every text of the message, counted (or looked up) together: text, reasoning, then each call's name and arguments.
-  const counts = countTexts(counter, [message.text, message.reasoning ?? '', ...calls.flatMap((c) => [c.name, c.arguments])], cache);
+  // Every text of the message, counted (or looked up) together.
+  const counts = known ?? countTexts(counter, countedTexts(message), cache);
   const at = (i: number): number => counts[i] ?? 0;
   if (message.role === 'tool') {
     const error = message.isError === true || looksLikeStackTrace(message.text);

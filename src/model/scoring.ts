@@ -3,7 +3,7 @@
  * Runs over all live sections without any tokenizer call (term stats and density features
  * were computed when the sections changed).
  */
-import type { Section } from './types.js';
+import type { Priority, Recency, Section, SectionKind } from './types.js';
 import type { Entry, SectionRec } from './fragments.js';
 import { densityOf } from './density.js';
 import { isAnchor, isPending, kindOf, priorityOf } from './priority.js';
@@ -112,43 +112,42 @@ export function scoreAll(ctx: ScoringContext): Section[] {
   const query = ctx.index.prepare(buildQuery(goal, anchorStats));
   const relevance = normalizeRelevance(recs.map((rec) => ctx.index.bm25(rec.stats, query)));
 
-  return recs.map((rec, i): Section => {
+  // Built field by field (no conditional spreads): this runs for every section on every
+  // re-plan, and the spreads allocated a throwaway object per optional field.
+  const out: Section[] = new Array<Section>(recs.length);
+  for (let i = 0; i < recs.length; i++) {
+    const rec = recs[i] as SectionRec;
     const ts = stamps[i];
-    const ageTurns = currentTurn - turns[i]!;
+    const turnOf = turns[i] as number;
+    const ageTurns = currentTurn - turnOf;
     const ageSeconds = ts !== undefined && newest !== undefined ? Math.max(0, (newest - ts) / 1000) : undefined;
-    const weight = recencyWeight({
-      ageTurns,
-      ...(ageSeconds !== undefined ? { ageSeconds } : {}),
-      halfLifeTurns: ctx.halfLifeTurns,
-      halfLifeSeconds: ctx.halfLifeSeconds,
-    });
-    const density = densityOf(maxNewer[i]!, rec.features);
-    const factors = scoreSection({ priority: priorities[i]!, relevance: relevance[i]!, recencyWeight: weight, density });
-    const range = ranges.get(rec) ?? { start: -1, end: -1 };
-    const section: Section = {
+    const weight = recencyWeight({ ageTurns, ageSeconds, halfLifeTurns: ctx.halfLifeTurns, halfLifeSeconds: ctx.halfLifeSeconds });
+    const density = densityOf(maxNewer[i] as number, rec.features);
+    const factors = scoreSection({ priority: priorities[i] as Priority, relevance: relevance[i] as number, recencyWeight: weight, density });
+    const range = ranges.get(rec);
+    // a timestamp implies a newest one, so an age in seconds
+    const recency: Recency = ts !== undefined && ageSeconds !== undefined ? { turn: turnOf, ageTurns, timestamp: ts, ageSeconds, weight } : { turn: turnOf, ageTurns, weight };
+    const section: Mutable<Section> = {
       id: rec.id,
       sessionId: ctx.sessionId,
-      messageRange: { start: range.start, end: range.end },
-      messageIds: [...new Set(rec.frags.map((f) => f.entry.message.id))],
-      kind: kinds[i]!,
-      priority: priorities[i]!,
+      messageRange: range ? { start: range.start, end: range.end } : { start: -1, end: -1 },
+      messageIds: (rec.messageIds ??= Object.freeze([...new Set(rec.frags.map((f) => f.entry.message.id))])),
+      kind: kinds[i] as SectionKind,
+      priority: priorities[i] as Priority,
       relevance: factors.relevance,
-      recency: {
-        turn: turns[i]!,
-        ageTurns,
-        ...(ts !== undefined ? { timestamp: ts } : {}),
-        ...(ageSeconds !== undefined ? { ageSeconds } : {}),
-        weight,
-      },
+      recency,
       density,
       tokens: rec.tokens,
-      anchor: anchors[i]!,
+      anchor: anchors[i] as boolean,
       score: factors.score,
       factors,
-      ...(rec.toolName !== undefined ? { toolName: rec.toolName } : {}),
-      ...(pendings[i] ? { pending: true } : {}),
-      ...(rec.summary || isContextdSummary(rec) ? { compacted: true } : {}),
     };
-    return Object.freeze(section);
-  });
+    if (rec.toolName !== undefined) section.toolName = rec.toolName;
+    if (pendings[i]) section.pending = true;
+    if (rec.summary || isContextdSummary(rec)) section.compacted = true;
+    out[i] = Object.freeze(section);
+  }
+  return out;
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -11,7 +11,7 @@ import { ContextdError, ErrorCode } from '../util/errors.js';
 import { DEFAULT_RESERVE_RATIO, resolveBudget } from './budget.js';
 import { Calibrator, type Calibration } from './calibration.js';
 import { LiveContext } from './context.js';
-import type { SectionRec } from './fragments.js';
+import { countMessages, type SectionRec } from './fragments.js';
 import { DEFAULT_HALF_LIFE_SECONDS, DEFAULT_HALF_LIFE_TURNS } from './recency.js';
 import { scoreAll, SUMMARY_ID_PREFIX } from './scoring.js';
 import { createTokenCounter, type TokenCountCache, type TokenCounter } from './tokens.js';
@@ -74,6 +74,7 @@ function badOption(name: string, value: unknown): ContextdError {
 export class SessionModel {
   readonly sessionId: string;
   private readonly counter: TokenCounter;
+  private readonly tokenCache: TokenCountCache | undefined;
   private readonly budgetTokens: number | undefined;
   private readonly reserveRatio: number;
   private readonly halfLifeTurns: number;
@@ -105,17 +106,23 @@ export class SessionModel {
     this.reserveRatio = reserveRatio;
     this.halfLifeTurns = halfLifeTurns;
     this.halfLifeSeconds = halfLifeSeconds;
+    this.tokenCache = options.tokenCache;
     this.ctx = new LiveContext(this.counter, options.tokenCache);
   }
 
   // ---------------------------------------------------------------- events
 
   apply(event: TranscriptEvent): void {
+    this.applyCounted(event);
+  }
+
+  /** `apply`, with the message's token counts when a batch already looked them up. */
+  private applyCounted(event: TranscriptEvent, counts?: readonly number[]): void {
     switch (event.type) {
       case 'message':
         this.countState.messages++;
         if (event.message.model) this.lastModel = event.message.model;
-        this.ctx.appendMessage(event.message);
+        this.ctx.appendMessage(event.message, counts);
         break;
       case 'usage':
         this.reportedTokens = event.contextTokens;
@@ -146,7 +153,16 @@ export class SessionModel {
   }
 
   applyAll(events: Iterable<TranscriptEvent>): void {
-    for (const e of events) this.apply(e);
+    const list = [...events];
+    const messages = list.flatMap((e) => (e.type === 'message' ? [e.message] : []));
+    if (messages.length < 2 || !this.tokenCache?.getMany) {
+      for (const e of list) this.apply(e);
+      return;
+    }
+    // The batch's token counts in one cache round trip (a restart reads thousands of lines at once).
+    const counts = countMessages(messages, this.counter, this.tokenCache);
+    let k = 0;
+    for (const e of list) this.applyCounted(e, e.type === 'message' ? counts[k++] : undefined);
   }
 
   // ---------------------------------------------------------------- reads

@@ -36,11 +36,14 @@ function encoderFor(encoding: EncodingName): Tiktoken {
  * Special-token text inside transcripts (e.g. `<|endoftext|>`) is counted as ordinary text.
  */
 export function createTokenCounter(encoding: EncodingName = 'o200k_base'): TokenCounter {
-  const enc = encoderFor(encoding);
+  // Built on the first count: loading the BPE tables costs about a second of CPU, which a
+  // restart whose counts all come from the token cache never needs to pay before it answers.
+  let enc: Tiktoken | undefined;
   return {
     encoding,
     count(text: string): number {
       if (text.length === 0) return 0;
+      enc ??= encoderFor(encoding);
       return enc.encode_ordinary(text).length;
     },
   };
@@ -56,9 +59,17 @@ export function createTokenCounter(encoding: EncodingName = 'o200k_base'): Token
 export interface TokenCountCache {
   get(encoding: string, texts: readonly string[]): readonly number[] | undefined;
   set(encoding: string, texts: readonly string[], counts: readonly number[]): void;
+  /**
+   * The counts of many messages' texts at once (undefined where not cached), in order: one
+   * storage round trip for a whole batch of appended lines instead of one per message.
+   */
+  getMany?(encoding: string, textsList: readonly (readonly string[])[]): (readonly number[] | undefined)[];
 }
 
-/** Messages shorter than this (all parts together) are counted directly: cheaper than a lookup. */
+/**
+ * Messages shorter than this (all parts together) are counted directly when looked up one at a
+ * time: cheaper than a lookup. In a batch (`countTextsMany`) every message is looked up.
+ */
 export const MIN_CACHED_CHARS = 64;
 
 /** The token counts of `texts`, read from `cache` when it has them (and stored there when not). */
@@ -72,6 +83,35 @@ export function countTexts(counter: TokenCounter, texts: readonly string[], cach
   const counts = texts.map((t) => (t.length === 0 ? 0 : counter.count(t)));
   if (cached) cache.set(counter.encoding, texts, counts);
   return counts;
+}
+
+/**
+ * `countTexts` for many messages: looked up together (`getMany`, when the cache has it), the
+ * ones not found counted and stored. Returns the counts in order. In a batch a lookup costs
+ * less than counting even a short message, and a batch served entirely from the cache (a
+ * restart) never loads the tokenizer's tables.
+ */
+export function countTextsMany(counter: TokenCounter, textsList: readonly (readonly string[])[], cache?: TokenCountCache): number[][] {
+  if (!cache?.getMany) return textsList.map((texts) => countTexts(counter, texts, cache));
+  const out: number[][] = new Array<number[]>(textsList.length);
+  const asked: number[] = [];
+  textsList.forEach((texts, i) => {
+    if (texts.some((t) => t.length > 0)) asked.push(i);
+    else out[i] = texts.map(() => 0);
+  });
+  const hits = asked.length > 0 ? cache.getMany(counter.encoding, asked.map((i) => textsList[i] as readonly string[])) : [];
+  asked.forEach((i, k) => {
+    const texts = textsList[i] as readonly string[];
+    const hit = hits[k];
+    if (hit && hit.length === texts.length) {
+      out[i] = [...hit];
+      return;
+    }
+    const counts = texts.map((t) => (t.length === 0 ? 0 : counter.count(t)));
+    cache.set(counter.encoding, texts, counts);
+    out[i] = counts;
+  });
+  return out;
 }
 
 /** The tokenizer family a model name implies: GPT-4o/4.1/5/o-series use o200k; older GPT-4/3.5 cl100k. */

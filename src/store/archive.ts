@@ -70,6 +70,7 @@ interface Row {
 export class Archive {
   private readonly insert;
   private readonly byHandle;
+  private readonly exists;
   private readonly relink;
   private readonly searchAll;
   private readonly searchSession;
@@ -80,6 +81,7 @@ export class Archive {
        VALUES (@handle, @sessionId, @planId, @editId, @reason, @sectionIds, @messages, @tokens, @createdAt, @redactions)`,
     );
     this.byHandle = db.prepare(`SELECT * FROM archive WHERE handle = ?`);
+    this.exists = db.prepare(`SELECT 1 FROM archive WHERE handle = ?`).pluck();
     this.searchAll = db.prepare(
       `SELECT a.*, bm25(archive_fts) AS bm25 FROM archive_fts f JOIN archive a ON a.handle = f.handle
        WHERE archive_fts MATCH @match ORDER BY bm25 LIMIT @limit`,
@@ -118,6 +120,15 @@ export class Archive {
       })();
     } catch (err) {
       throw wrapStoreError(err, 'cannot archive compacted originals');
+    }
+  }
+
+  /** Whether originals are archived under this handle (without reading them). */
+  has(handle: string): boolean {
+    try {
+      return this.exists.get(handle) !== undefined;
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot read the archive');
     }
   }
 

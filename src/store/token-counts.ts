@@ -8,6 +8,9 @@ export interface TokenCountRow {
   readonly counts: readonly number[];
 }
 
+/** Hashes per `IN (...)` query of `getMany` (well under SQLite's bound-parameter limit). */
+const MANY_CHUNK = 500;
+
 function encode(counts: readonly number[]): Buffer {
   const b = Buffer.allocUnsafe(counts.length * 4);
   counts.forEach((n, i) => b.writeUInt32LE(n, i * 4));
@@ -29,7 +32,10 @@ export class TokenCounts {
   private readonly insert;
   private readonly insertMany;
 
+  private readonly selectMany;
+
   constructor(db: Db) {
+    this.selectMany = db.prepare(`SELECT hash, counts FROM token_counts WHERE encoding = ? AND hash IN (${new Array<string>(MANY_CHUNK).fill('?').join(',')})`).raw();
     this.select = db.prepare(`SELECT counts FROM token_counts WHERE encoding = ? AND hash = ?`).pluck();
     this.insert = db.prepare(`INSERT OR IGNORE INTO token_counts (encoding, hash, counts) VALUES (?, ?, ?)`);
     this.insertMany = db.transaction((rows: readonly TokenCountRow[]) => {
@@ -45,6 +51,25 @@ export class TokenCounts {
     } catch (err) {
       throw wrapStoreError(err, 'cannot read cached token counts');
     }
+  }
+
+  /**
+   * The stored counts of many hashes, keyed by the hash's bytes as a latin1 string (absent
+   * ones missing): one query per `MANY_CHUNK` hashes instead of one per hash.
+   */
+  getMany(encoding: string, hashes: readonly Buffer[]): Map<string, number[]> {
+    const out = new Map<string, number[]>();
+    try {
+      for (let i = 0; i < hashes.length; i += MANY_CHUNK) {
+        const chunk = hashes.slice(i, i + MANY_CHUNK);
+        // A short last chunk repeats its first hash: one prepared statement for every size.
+        while (chunk.length < MANY_CHUNK) chunk.push(chunk[0] as Buffer);
+        for (const [hash, counts] of this.selectMany.all(encoding, ...chunk) as [Buffer, Buffer][]) out.set(hash.toString('latin1'), decode(counts));
+      }
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot read cached token counts');
+    }
+    return out;
   }
 
   /** Store counts in one transaction (an existing row is kept: counts are deterministic). */

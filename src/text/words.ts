@@ -147,17 +147,42 @@ function shingleHashesOf(wordHash: Uint32Array, size: number): Uint32Array {
  */
 export function contentTerms(text: string): Set<string> {
   const out = new Set<string>();
-  const re = /[a-z_$][\w$.-]{3,60}/g;
   const lower = text.toLowerCase();
-  for (let m = re.exec(lower); m !== null; m = re.exec(lower)) {
-    const raw = m[0];
-    let end = raw.length;
-    while (end > 0 && (raw.charCodeAt(end - 1) === 46 || raw.charCodeAt(end - 1) === 45)) end--; // trailing . and -
-    if (end < 4) continue;
-    const w = end === raw.length ? raw : raw.slice(0, end);
-    if (!out.has(w) && !STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
+  const n = lower.length;
+  // The scan /[a-z_$][\w$.-]{3,60}/g does, without a match object per term: at a start
+  // character, take up to 60 following word characters; with fewer than 3, move on by one.
+  let at = 0;
+  while (at < n) {
+    if (!isTermStart(lower.charCodeAt(at))) {
+      at++;
+      continue;
+    }
+    let end = at + 1;
+    const limit = Math.min(n, at + 61);
+    while (end < limit && isTermChar(lower.charCodeAt(end))) end++;
+    if (end - at < 4) {
+      at++;
+      continue;
+    }
+    let stop = end;
+    while (stop > at && (lower.charCodeAt(stop - 1) === 46 || lower.charCodeAt(stop - 1) === 45)) stop--; // trailing . and -
+    if (stop - at >= 4) {
+      const w = lower.slice(at, stop);
+      if (!out.has(w) && !STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
+    }
+    at = end;
   }
   return out;
+}
+
+/** `[a-z_$]` */
+function isTermStart(c: number): boolean {
+  return (c >= 97 && c <= 122) || c === 95 || c === 36;
+}
+
+/** `[\w$.-]` (\w without the u flag: ASCII letters, digits, underscore). */
+function isTermChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || c === 95 || c === 36 || c === 46 || c === 45;
 }
 
 /**

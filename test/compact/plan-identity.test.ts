@@ -11,7 +11,7 @@ import { SessionModel } from '../../src/model/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { applyPlan, planCompaction, SummaryCache, type Plan } from '../../src/compact/index.js';
 import { generateSession } from '../../src/bench/retention.js';
-import { generatedTranscript } from '../../src/bench/memory.js';
+import { generatedTranscript } from '../../src/bench/transcripts.js';
 import { TranscriptDecoder } from '../../src/ingest/decoder.js';
 
 const counter = createTokenCounter();

@@ -20,7 +20,7 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idleTimeoutMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -35,8 +35,9 @@ function setup(opts: { full?: boolean; redact?: boolean } = {}) {
   const logger = pino({ level: 'debug' }, sink);
   const freed: number[] = [];
   const manager = new SessionManager(
-    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 },
-    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
+    // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
+    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
   );
   if (opts.full) {
     // A real SQLITE_FULL from here on: the file may not grow past its current size.
@@ -145,7 +146,7 @@ describe('SessionManager', () => {
     const planned = nextPlan(manager);
     manager.ingest('/t/d.jsonl', 'd', 'openai-chat', events(10));
     const plan = await planned;
-    const same = { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 };
+    const same = { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 };
     manager.reconfigure(same);
     expect(manager.openPlanCount('d')).toBe(1);
     manager.reconfigure({ ...same, budgetTokens: 30_000 });
@@ -201,3 +202,97 @@ describe('SessionManager', () => {
   });
 });
 
+describe('SessionManager run queue (transcript batches and plans in turns)', () => {
+  /** Split events into `n` batches of about the same length. */
+  const batches = (evs: readonly TranscriptEvent[], n: number): TranscriptEvent[][] => {
+    const size = Math.ceil(evs.length / n);
+    return Array.from({ length: Math.ceil(evs.length / size) }, (_, i) => evs.slice(i * size, (i + 1) * size));
+  };
+
+  it('answers a request between turns: asked while 50 sessions have plans queued, before the queue drains', async () => {
+    const { manager } = setup();
+    const planned: string[] = [];
+    manager.on('plan', (s) => planned.push(s.sessionId));
+    const ids = Array.from({ length: 50 }, (_, i) => `s${String(i).padStart(2, '0')}`);
+    for (const id of ids) manager.enqueue(`/t/${id}.jsonl`, id, 'openai-chat', events(10), 1000, 1000);
+    // Every session exists at once (subscribe by path works); its model catches up in its turn.
+    expect(manager.all().map((s) => s.sessionId)).toEqual(ids);
+    expect(manager.get('s49')?.model.tokens()).toBe(0);
+    // What daemon.status reads, asked from the event loop as a socket request would be.
+    const seen = await new Promise<{ plans: number; sessions: number }>((resolve) => setImmediate(() => resolve({ plans: planned.length, sessions: manager.all().length })));
+    expect(seen.sessions).toBe(50);
+    expect(seen.plans).toBeLessThan(50);
+    await vi.waitFor(() => expect(planned).toHaveLength(50), { timeout: 60_000 });
+    // Round-robin: plans in the order the sessions' lines arrived.
+    expect(planned).toEqual(ids);
+  });
+
+  it('a busy session never delays another: its backlog is applied over several turns, its plans coalesced', async () => {
+    const { manager } = setup();
+    const planned: { id: string; tokens: number }[] = [];
+    manager.on('plan', (s, plan) => planned.push({ id: s.sessionId, tokens: plan.tokensBefore }));
+    const a = batches(events(10), 20);
+    for (const [i, b] of a.entries()) manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', b, (i + 1) * 100, 100);
+    manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', events(10), 1000, 1000);
+    await vi.waitFor(() => expect(planned.map((p) => p.id)).toContain('a'), { timeout: 60_000 });
+    // 'b' arrived behind 20 batches of 'a' and was planned first.
+    expect(planned[0]?.id).toBe('b');
+    await manager.settled();
+    await manager.drain();
+    const ofA = planned.filter((p) => p.id === 'a');
+    // A plan waits one turn for the backlog at most (so plans go on under load), never one per batch.
+    expect(ofA.length).toBeLessThanOrEqual(Math.ceil(a.length / 2));
+    // The last plan of 'a' saw everything its 20 batches held (the same as one batch would give).
+    const reference = setup().manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
+    expect(ofA.at(-1)?.tokens).toBe(reference.model.tokens());
+    expect(manager.get('a')?.tailOffset).toBe(a.length * 100);
+  });
+
+  it('a request that reads the model sees every batch read; a rewrite or removal drops what waited', async () => {
+    const { manager } = setup();
+    const s = manager.enqueue('/t/c.jsonl', 'c', 'openai-chat', events(2), 500, 500);
+    expect(s.model.tokens()).toBe(0);
+    await manager.requireLoaded('c');
+    expect(s.model.tokens()).toBeGreaterThan(0);
+    manager.enqueue('/t/c.jsonl', 'c', 'openai-chat', extra(1), 600, 100);
+    // A harvest reads the transcript as far as it was read, the lines still waiting included.
+    expect(s.tailOffset).toBe(500);
+    expect(s.harvestEndOffset()).toBe(600);
+    manager.resetSession('/t/c.jsonl', 'c', 'truncated');
+    expect(s.harvestEndOffset()).toBe(0);
+    await manager.settled();
+    expect(manager.get('c')?.model.tokens()).toBe(0);
+    manager.enqueue('/t/d.jsonl', 'd', 'openai-chat', events(2), 500, 500);
+    manager.removeSession('d');
+    await manager.settled();
+    expect(manager.get('d')).toBeUndefined();
+  });
+
+  it('a session with read lines still waiting for its turn is behind, not idle: never harvested as idle', async () => {
+    let clock = 1_000_000;
+    const { manager } = setup({ now: () => clock, idleTimeoutMs: 1_000 });
+    manager.ingest('/t/f.jsonl', 'f', 'openai-chat', events(1));
+    clock += 5_000;
+    manager.enqueue('/t/f.jsonl', 'f', 'openai-chat', extra(1), 2_000, 100);
+    expect(manager.idleSessions()).toEqual([]);
+    await manager.settled();
+    clock += 5_000;
+    expect(manager.idleSessions().map((s) => s.sessionId)).toEqual(['f']);
+  });
+
+  it('backpressure: room() waits while more than the high-water mark of bytes is queued, settled() until all is applied', async () => {
+    const { manager } = setup();
+    expect(manager.room()).toBeUndefined();
+    manager.enqueue('/t/e.jsonl', 'e', 'openai-chat', events(2), 500, 40 * 1024 * 1024);
+    const room = manager.room();
+    expect(room).toBeInstanceOf(Promise);
+    let free = false;
+    void room?.then(() => (free = true));
+    await Promise.resolve();
+    expect(free).toBe(false);
+    await manager.settled();
+    await room;
+    expect(free).toBe(true);
+    expect(manager.get('e')?.model.tokens()).toBeGreaterThan(0);
+  });
+});

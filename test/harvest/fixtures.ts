@@ -172,10 +172,10 @@ export class SessionBuilder {
 }
 
 /** A typical coding session: failing test, fix, passing test (a confirmed recovery). */
-export function codingSession(opts: { task?: string; file?: string; start?: number } = {}): SessionBuilder {
+export function codingSession(opts: { task?: string; file?: string; start?: number; system?: string } = {}): SessionBuilder {
   const file = opts.file ?? 'src/parser.ts';
   return new SessionBuilder(opts.start)
-    .system('# Project rules\nUse TypeScript strict mode.')
+    .system(opts.system ?? '# Project rules\nUse TypeScript strict mode.')
     .user(opts.task ?? 'fix the failing parser test in src/parser.ts. Never use any. Always run npm test after edits.')
     .call('read_file', { path: file }, 'export function parse(s: string) { return s.split(","); }')
     .call('terminal', { command: 'npm test' }, 'FAIL test/parser.test.ts\nError: expected 3 items but received 2 in parse()', { error: true })

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicFormat, openaiChatFormat, openaiResponsesFormat, parseListen, resolveProxyOptions, routeOf, sessionFromUserId, sessionHint, type ItemEdit } from '../../src/proxy/index.js';
-import { optionsFrom } from '../../src/cli/daemon.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { optionsFrom, type DaemonFlags } from '../../src/cli/daemon.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { anthropicProblems, chatProblems, responsesProblems } from './validate.js';
 
 describe('session matching', () => {
@@ -50,6 +54,29 @@ describe('proxy options', () => {
     expect(optionsFrom(base, {}).proxy?.recallTool).toBe(false);
     expect(optionsFrom({ ...base, proxyRecallTool: true }, {}).proxy?.recallTool).toBe(true);
     expect(resolveProxyOptions({ listen: '0', recallTool: true }, { idleTimeoutMs: 1, budgetTokens: undefined, reserveRatio: 0.15, hysteresis: 0.1 })?.recallTool).toBe(true);
+  });
+
+  it('--no-proxy-recall-tool turns off a recall tool the config file turns on; neither flag leaves the file in charge', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-flags-'));
+    try {
+      const config = join(dir, 'config.json');
+      writeFileSync(config, JSON.stringify({ proxy: { listen: '127.0.0.1:0', recallTool: true } }));
+      const recallTool = async (...args: string[]): Promise<boolean | undefined> => {
+        const program = buildProgram();
+        const daemon = program.commands.find((c) => c.name() === 'daemon');
+        let flags: DaemonFlags | undefined;
+        daemon?.action((f: DaemonFlags) => {
+          flags = f;
+        });
+        await program.parseAsync(['node', 'contextd', 'daemon', '--config', config, '--watch', dir, '--socket', join(dir, 's.sock'), '--state', dir, ...args]);
+        return flags && optionsFrom(flags, {}).proxy?.recallTool;
+      };
+      expect(await recallTool()).toBe(true);
+      expect(await recallTool('--no-proxy-recall-tool')).toBe(false);
+      expect(await recallTool('--proxy-recall-tool')).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -103,5 +103,17 @@ describe('store', () => {
     expect(archive.count('s')).toBe(1);
     expect(archive.get('h_same')).toMatchObject({ planId: 'p2', editId: 'e2', reason: 'stale-read', createdAt: 2, messages });
   });
+
+  it('has() tells an archived handle from an unknown one, and an empty relink keeps the originals', () => {
+    const { db } = tempDb();
+    const archive = new Archive(db);
+    const messages = [{ id: 'L1', role: 'tool' as const, text: 'original output' }];
+    expect(archive.has('h_x')).toBe(false);
+    archive.putMany([{ handle: 'h_x', sessionId: 's', planId: 'p1', editId: 'e1', reason: 'low-score', sectionIds: ['s4'], messages, tokens: 9, createdAt: 1 }]);
+    expect(archive.has('h_x')).toBe(true);
+    // What the session manager sends for an edit proposed again: no originals, only the new plan.
+    archive.putMany([{ handle: 'h_x', sessionId: 's', planId: 'p2', editId: 'e2', reason: 'low-score', sectionIds: ['s4'], messages: [], tokens: 9, createdAt: 2 }]);
+    expect(archive.get('h_x')).toMatchObject({ planId: 'p2', messages });
+  });
 });
 

@@ -56,4 +56,22 @@ describe('IdleCollector', () => {
     vi.advanceTimersByTime(60_000);
     expect(collect).not.toHaveBeenCalled();
   });
+
+  it('collectNow collects at once, folds a pending request into it, and counts towards the interval', () => {
+    vi.useFakeTimers();
+    const collect = vi.fn();
+    const c = new IdleCollector({ collect, delayMs: 2_000, minIntervalMs: 30_000, now: () => Date.now() });
+    c.request();
+    expect(c.collectNow()).toBe(true);
+    expect(collect).toHaveBeenCalledTimes(1);
+    vi.advanceTimersByTime(5_000);
+    expect(collect).toHaveBeenCalledTimes(1);
+    c.request();
+    vi.advanceTimersByTime(20_000);
+    expect(collect).toHaveBeenCalledTimes(1);
+    vi.advanceTimersByTime(10_000);
+    expect(collect).toHaveBeenCalledTimes(2);
+    expect(new IdleCollector({ collect: undefined }).collectNow()).toBe(false);
+  });
 });
+

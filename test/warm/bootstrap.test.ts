@@ -143,8 +143,8 @@ describe('selection and feedback', () => {
     const { store, db } = tempStore();
     // Two templates with identical text in two different (unrequested) repos…
     const a = await harvestSession({ sessionId: 'a', messages: codingSession().messages, meta: { repo: 'acme/one' } }, deps(store));
-    // (a session of its own: the same transcript content would count once)
-    const b = await harvestSession({ sessionId: 'b', messages: codingSession({ start: Date.parse('2026-11-20T12:00:00Z') }).messages, meta: { repo: 'acme/two' } }, deps(store));
+    // (a session of its own: the same transcript content, whatever its ids or times, would count once)
+    const b = await harvestSession({ sessionId: 'b', messages: codingSession({ start: Date.parse('2026-11-20T12:00:00Z'), system: '# Project rules\nUse TypeScript strict mode.\nCheckout: ~/work/two' }).messages, meta: { repo: 'acme/two' } }, deps(store));
     expect(a.templateId).not.toBe(b.templateId);
     // …and the same harvest value (the second one scored lower on novelty): a perfect tie.
     db.prepare('UPDATE templates SET value_score = 0.5').run();

@@ -36,8 +36,8 @@ describe('template store', () => {
   it('merges near-identical sessions into one template; evidence counts sessions, not repeats', async () => {
     const { store } = tempStore();
     const a = await harvestSession({ sessionId: 's1', messages: codingSession().messages, meta: { repo: 'acme/parser' } }, deps(store));
-    // A second session doing the same work later (the same content under another id would count once).
-    const later = (): ReturnType<typeof codingSession> => codingSession({ start: Date.parse('2026-11-20T12:00:00Z') });
+    // A second session doing the same work later, in another checkout (the same content — whatever its ids or times — would count once).
+    const later = (): ReturnType<typeof codingSession> => codingSession({ start: Date.parse('2026-11-20T12:00:00Z'), system: '# Project rules\nUse TypeScript strict mode.\nCheckout: ~/work/parser-2' });
     const b = await harvestSession({ sessionId: 's2', messages: later().messages, meta: { repo: 'acme/parser' } }, deps(store, NOW + 1000));
     expect(a.templateId).toBeDefined();
     expect(b.merged).toBe(true);

@@ -24,7 +24,8 @@ interface Entry {
   readonly section: Section;
   readonly tool: string;
   readonly key: string;
-  readonly lines: LineHashes;
+  /** The section's messages, whose line set `linesOf` reads when a comparison needs it. */
+  readonly msgs: readonly Message[];
 }
 
 /**
@@ -34,7 +35,12 @@ interface Entry {
  */
 type LineHashes = Float64Array;
 
-type Shape = { readonly tool: string; readonly key: string; readonly lines: LineHashes } | null;
+/**
+ * Tool and invocation key of a section with a call and some output (null otherwise). Its
+ * line set is left to `linesOf`: only outputs with a same-key neighbour are ever compared,
+ * so an output called once is not split into lines at all.
+ */
+type Shape = { readonly tool: string; readonly key: string } | null;
 
 function sortedDistinct(values: Float64Array): LineHashes {
   values.sort();
@@ -77,30 +83,51 @@ function linesMissingFrom(msgs: readonly Message[], newer: LineHashes, max: numb
   return out;
 }
 
+/** How many lines an older output's pointer lists as missing from the newer one. */
+const EXCEPT_LINES = 6;
+
 /**
- * Tool, invocation key and output line set of a section's messages (null: no call or no
- * output). The line set of the joined outputs is the ordered union of each result's lines.
+ * `linesMissingFrom(msgs, newer, EXCEPT_LINES)`, memoized per message list and newer line set
+ * (both unchanged across re-plans until a newer output of the same call arrives): the older
+ * output is not split into lines again on every plan.
+ */
+function exceptOf(msgs: readonly Message[], newer: LineHashes): readonly string[] {
+  const byNewer = memoList(msgs, 'redundant-except', () => new WeakMap<LineHashes, readonly string[]>());
+  let except = byNewer.get(newer);
+  if (!except) {
+    except = Object.freeze(linesMissingFrom(msgs, newer, EXCEPT_LINES));
+    byNewer.set(newer, except);
+  }
+  return except;
+}
+
+/**
+ * Tool and invocation key of a section's messages (null: no call, or no output line — a
+ * result that is only whitespace has an empty line set).
  */
 function shapeOf(msgs: readonly Message[]): Shape {
   return memoList(msgs, 'redundant-shape', (ms): Shape => {
     const calls = callsOf(ms);
     const first = calls[0];
     if (!first) return null;
+    if (!ms.some((m) => m.role === 'tool' && /\S/.test(m.text))) return null;
+    return { tool: first.name, key: calls.map((c) => toolAction(c).key).join('|') };
+  });
+}
+
+/** Output line set of a section's messages: the ordered union of each result's lines. */
+function linesOf(msgs: readonly Message[]): LineHashes {
+  return memoList(msgs, 'redundant-lines', (ms) => {
     const tools = ms.filter((m) => m.role === 'tool');
-    let lines: LineHashes;
-    if (tools.length === 1 && tools[0]) lines = messageLines(tools[0]);
-    else {
-      const parts = tools.map(messageLines);
-      const all = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
-      let at = 0;
-      for (const p of parts) {
-        all.set(p, at);
-        at += p.length;
-      }
-      lines = sortedDistinct(all);
+    if (tools.length === 1 && tools[0]) return messageLines(tools[0]);
+    const parts = tools.map(messageLines);
+    const all = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      all.set(p, at);
+      at += p.length;
     }
-    if (lines.length === 0) return null;
-    return { tool: first.name, key: calls.map((c) => toolAction(c).key).join('|'), lines };
+    return sortedDistinct(all);
   });
 }
 
@@ -160,10 +187,11 @@ export const redundantToolOutput: Detector = {
     const msgsOf = memoMessages(ctx);
     const byTool = new Map<string, Entry[]>();
     for (const s of ctx.sections) {
-      const shape = shapeOf(msgsOf(s));
+      const msgs = msgsOf(s);
+      const shape = shapeOf(msgs);
       if (!shape) continue;
       const tool = shape.tool;
-      const entry: Entry = { section: s, ...shape };
+      const entry: Entry = { section: s, ...shape, msgs };
       const list = byTool.get(tool) ?? [];
       list.push(entry);
       byTool.set(tool, list);
@@ -177,12 +205,12 @@ export const redundantToolOutput: Detector = {
         for (let j = list.length - 1; j > i && j >= list.length - WINDOW - i; j--) {
           const newer = list[j];
           if (!newer || newer.key !== older.key) continue;
-          const sim = similarityAtLeast(older.lines, newer.lines, SAME_KEY_SIMILARITY);
+          const sim = similarityAtLeast(linesOf(older.msgs), linesOf(newer.msgs), SAME_KEY_SIMILARITY);
           const ok = sim >= 0;
           if (ok && (!best || sim > best.sim)) best = { entry: newer, sim };
         }
         if (!best) continue;
-        const except = linesMissingFrom(msgsOf(older.section), best.entry.lines, 6);
+        const except = exceptOf(older.msgs, linesOf(best.entry.msgs));
         out.push({
           sectionIds: [older.section.id],
           reason: 'redundant-tool-output',

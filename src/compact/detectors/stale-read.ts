@@ -44,20 +44,18 @@ export const staleRead: Detector = {
     const msgsOf = memoMessages(ctx);
     const byBase = new Map<string, Access[]>();
     const perSection: { reads: readonly string[]; writes: readonly string[] }[] = [];
+    const note = (index: number, sectionId: string, path: string, write: boolean): void => {
+      const b = basename(path);
+      const arr = byBase.get(b);
+      const access = { index, sectionId, path, write };
+      if (arr) arr.push(access);
+      else byBase.set(b, [access]);
+    };
     ctx.sections.forEach((s, index) => {
-      const { reads, writes } = accessesOf(msgsOf(s));
-      perSection.push({ reads, writes });
-      for (const [list, write] of [
-        [reads, false],
-        [writes, true],
-      ] as const) {
-        for (const p of list) {
-          const b = basename(p);
-          const arr = byBase.get(b) ?? [];
-          arr.push({ index, sectionId: s.id, path: p, write });
-          byBase.set(b, arr);
-        }
-      }
+      const acc = accessesOf(msgsOf(s));
+      perSection.push(acc);
+      for (const p of acc.reads) note(index, s.id, p, false);
+      for (const p of acc.writes) note(index, s.id, p, true);
     });
     const out: Candidate[] = [];
     ctx.sections.forEach((s, index) => {

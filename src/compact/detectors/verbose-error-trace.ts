@@ -33,11 +33,13 @@ export const verboseErrorTrace: Detector = {
     for (const s of ctx.sections) {
       if (!isCompactable(s) || s.tokens < MIN_TOKENS) continue;
       const essentials = memoList(msgsOf(s), 'trace-essentials', (ms) => {
+        // frames first: most outputs have none, and reading a run's outcome costs more
+        const text = textOf(ms);
+        if (countFrames(text) < MIN_FRAMES) return null;
         // a tool run that succeeded is not an error trace, whatever its output prints
         const results = ms.filter((m) => m.role === 'tool');
         if (results.length > 0 && !results.some((m) => toolOutcome(m).failed)) return null;
-        const text = textOf(ms);
-        return countFrames(text) < MIN_FRAMES ? null : traceEssentials(text);
+        return traceEssentials(text);
       });
       if (!essentials) continue;
       out.push({ sectionIds: [s.id], reason: 'verbose-error-trace', detail: { ...essentials } });

@@ -1,0 +1,77 @@
+/**
+ * A re-plan after one appended line does work on O(1) sections, whatever the session's size:
+ * counted (never timed) as per-message / per-section values computed, messages read into the
+ * term references, summaries written and section message lists rebuilt.
+ */
+import { describe, expect, it } from 'vitest';
+import { generateSession } from '../../src/bench/retention.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { SessionModel } from '../../src/model/index.js';
+import { createExtractiveSummarizer, planCompaction, SummaryCache, type Summarizer } from '../../src/compact/index.js';
+import { memoComputations } from '../../src/compact/memo.js';
+import { referenceMessagesRead } from '../../src/compact/keyterms.js';
+
+const counter = createTokenCounter();
+
+interface Work {
+  readonly computed: number;
+  readonly messagesRead: number;
+  readonly summaries: number;
+}
+
+/** The work of re-plans after single appended lines (an assistant line, then a call and its result). */
+async function replanWork(turns: number): Promise<{ sessionTokens: number; work: Work[] }> {
+  const g = generateSession(4242, turns);
+  const model = new SessionModel({ sessionId: g.sessionId, tokenCounter: counter, budgetTokens: 200_000 });
+  model.applyAll(g.events);
+  const extractive = createExtractiveSummarizer();
+  let summaries = 0;
+  // the real summarizer, counted
+  const summarizer: Summarizer = {
+    name: extractive.name,
+    summarize: (input, signal) => {
+      summaries++;
+      return extractive.summarize(input, signal);
+    },
+  };
+  const cache = new SummaryCache();
+  const plan = (): Promise<unknown> => planCompaction(model, { mode: 'manual', targetTokens: Math.floor(model.tokens() * 0.5), tokenCounter: counter, cache, summarizer, now: () => 1_700_000_000_000 });
+  await plan();
+  const appended = [
+    [{ id: 'more-1', role: 'assistant' as const, text: 'Running the pool tests again with the new timeout.' }],
+    [
+      { id: 'more-2', role: 'assistant' as const, text: '', toolCalls: [{ id: 'call-more', name: 'terminal', arguments: '{"command":"npm test -- pool"}' }] },
+      { id: 'more-3', role: 'tool' as const, text: 'PASS test/pool.test.ts\n  pool drains on timeout (12 ms)\nTests: 1 passed', toolCallId: 'call-more', toolName: 'terminal' },
+    ],
+  ];
+  const work: Work[] = [];
+  for (const messages of appended) {
+    for (const message of messages) model.apply({ type: 'message', message });
+    const before = { computed: memoComputations(), read: referenceMessagesRead() };
+    summaries = 0;
+    await plan();
+    work.push({ computed: memoComputations() - before.computed, messagesRead: referenceMessagesRead() - before.read, summaries });
+  }
+  return { sessionTokens: model.tokens(), work };
+}
+
+describe('re-plan work', () => {
+  it('after one appended line touches the new messages and a few sections, not the session', async () => {
+    const small = await replanWork(40);
+    const large = await replanWork(137);
+    expect(large.sessionTokens).toBeGreaterThan(3 * small.sessionTokens);
+    for (const { work } of [small, large]) {
+      // the appended messages only
+      expect(work.map((w) => w.messagesRead)).toEqual([1, 2]);
+      for (const w of work) {
+        // a few derived values (terms, lines, verdicts of the new messages and the sections
+        // they join) — not one per section (hundreds)
+        expect(w.computed).toBeGreaterThan(0);
+        expect(w.computed).toBeLessThanOrEqual(12);
+        expect(w.summaries).toBeLessThanOrEqual(6);
+      }
+    }
+    // the same work at 3× the size
+    expect(large.work.map((w) => w.computed)).toEqual(small.work.map((w) => w.computed));
+  }, 120_000);
+});
