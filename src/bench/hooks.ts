@@ -1,7 +1,8 @@
 /**
  * Hook latency: wall time of `contextd hook claude-code|codex` as an agent runs it (a fresh
  * process, one UserPromptSubmit event on stdin, first prompt of a session): with the daemon
- * down before any state exists, down with a template store (the hook reads it itself), and up.
+ * down before any state exists, down with a template store (the hook reads its warm snapshot;
+ * and, for comparison, the store itself when there is no snapshot), and up.
  * A bare `node -e 0` is measured alongside: the part of the figure that is Node's own start-up.
  */
 import { spawn } from 'node:child_process';
@@ -14,6 +15,7 @@ import { createTokenCounter } from '../model/tokens.js';
 import { openDb } from '../store/db.js';
 import { stateDbPath } from '../store/paths.js';
 import { TemplateStore } from '../store/templates.js';
+import { warmSnapshotPath, writeWarmSnapshot } from '../warm/snapshot.js';
 import { seededRandom } from '../util/random.js';
 import { silentLogger } from '../util/logger.js';
 import { nowMs, startDaemonProcess, summarize } from './harness.js';
@@ -45,16 +47,17 @@ async function series(n: number, args: readonly string[], input: string): Promis
   return { ...summarize(samples), answered };
 }
 
-/** Harvest `n` synthetic sessions into the state dir's template store. */
-async function seedTemplates(state: string, dir: string, n: number): Promise<number> {
+/** Harvest `n` synthetic sessions into the state dir's template store and write its warm snapshot, as `warm harvest` does. */
+async function seedTemplates(state: string, dir: string, n: number): Promise<{ templates: number; snapshotBytes: number }> {
   const sessions = join(dir, 'harvest');
   mkdirSync(sessions, { recursive: true });
   const r = seededRandom(7);
   for (let i = 0; i < n; i++) writeFileSync(join(sessions, `s-${i}.jsonl`), syntheticSession(r, i));
   const db = openDb(stateDbPath(state));
   try {
-    const run = await harvestFiles([sessions], { store: new TemplateStore(db), tokenCounter: createTokenCounter(), logger: silentLogger() });
-    return run.harvested;
+    const store = new TemplateStore(db);
+    const run = await harvestFiles([sessions], { store, tokenCounter: createTokenCounter(), logger: silentLogger() });
+    return { templates: run.harvested, snapshotBytes: writeWarmSnapshot(store, state).bytes };
   } finally {
     db.close();
   }
@@ -71,8 +74,11 @@ export async function benchHooks(opts: { runs?: number } = {}): Promise<Record<s
     const hookArgs = (agent: string): string[] => [BIN, 'hook', agent, '--state', state, '--socket', socket];
     const nodeBaseline = await series(runs, ['-e', '0'], '');
     const daemonDown = await series(runs, hookArgs('claude-code'), event);
-    const templates = await seedTemplates(state, dir, 40);
+    const { templates, snapshotBytes } = await seedTemplates(state, dir, 40);
     const daemonDownWithTemplates = await series(runs, hookArgs('claude-code'), event);
+    // Without the snapshot (a store over its size limit, or an unreadable snapshot): the SQLite read.
+    rmSync(warmSnapshotPath(state));
+    const daemonDownStoreOnly = await series(runs, hookArgs('claude-code'), event);
     const daemon = await startDaemonProcess(['--watch', join(dir, 'none'), '--state', state, '--socket', socket]);
     let daemonUp;
     let codexDaemonUp;
@@ -82,7 +88,7 @@ export async function benchHooks(opts: { runs?: number } = {}): Promise<Record<s
     } finally {
       await daemon.stop();
     }
-    return { scenario: 'hooks', unit: 'ms (process wall time)', runs, templates, nodeBaseline, daemonDown, daemonDownWithTemplates, daemonUp, codexDaemonUp };
+    return { scenario: 'hooks', unit: 'ms (process wall time)', runs, templates, snapshotBytes, nodeBaseline, daemonDown, daemonDownWithTemplates, daemonDownStoreOnly, daemonUp, codexDaemonUp };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -15,6 +15,7 @@ import { createTokenCounter } from '../../src/model/tokens.js';
 import { CONTEXTD_BIN } from '../agents/harness.js';
 import { e2eScope, runCli, type DaemonDir } from '../e2e/spawn.js';
 import { generateTranscript, writeTranscripts } from '../fixtures/transcripts.js';
+import { WARM_SNAPSHOT_FILE } from '../../src/warm/snapshot-format.js';
 
 const scope = e2eScope();
 /** Packages a hook must not load on the paths below (each costs tens to hundreds of ms). */
@@ -79,8 +80,10 @@ function heavy(loaded: readonly string[]): string[] {
 
 function expectLean(r: HookRun, allowed: readonly string[] = []): void {
   expect(r.code).toBe(0);
-  // The trace saw the hook itself: an empty trace would pass every exclusion below.
-  expect(r.loaded.some((f) => f.endsWith('/dist/src/cli/hook.js'))).toBe(true);
+  // The trace saw the hook itself, from the bundle (dist/hook/, built with dist/ by the global
+  // setup): an empty trace would pass every exclusion below.
+  expect(r.loaded.some((f) => f.endsWith('/dist/hook/hook.js'))).toBe(true);
+  expect(r.loaded.filter((f) => f.includes('/dist/src/'))).toEqual([]);
   expect(heavy(r.loaded)).toEqual([...allowed]);
 }
 
@@ -103,13 +106,26 @@ describe('contextd hook start-up', () => {
     const r = await runHook(d, 'claude-code', prompt(d));
     expectLean(r);
     expect(r.stdout).toBe('');
-    // The transcript reader is not needed for a prompt either.
-    expect(r.loaded.filter((f) => f.includes('/dist/src/ingest/decoder.js'))).toEqual([]);
+    // Neither the transcript reader, the socket client (no socket file) nor the warm code is needed.
+    expect(r.loaded.filter((f) => /\/dist\/hook\/(decoder|hook-ipc|hook-warm)-/.test(f))).toEqual([]);
+    expect(r.loaded.filter((f) => f === 'node:net')).toEqual([]);
   });
 
-  it('daemon down with templates: the bootstrap comes from the store (SQLite) within budget, without tiktoken', async () => {
+  it('daemon down with templates: the bootstrap comes from the warm snapshot `warm harvest` wrote, without SQLite or tiktoken', async () => {
+    const d = scope.tempDir('hook-snapshot');
+    await harvested(d);
+    const r = await runHook(d, 'claude-code', prompt(d), ['--budget', '400']);
+    expectLean(r);
+    expect(r.loaded.some((f) => /\/dist\/hook\/hook-warm-/.test(f))).toBe(true);
+    const bound = Number(/\(at most (\d+) tokens\)/.exec(contextOf(r))?.[1]);
+    expect(bound).toBeGreaterThan(0);
+    expect(bound).toBeLessThanOrEqual(400);
+  });
+
+  it('daemon down with templates and no snapshot: the bootstrap comes from the store (SQLite) within budget, without tiktoken', async () => {
     const d = scope.tempDir('hook-store');
     await harvested(d);
+    rmSync(join(d.state, WARM_SNAPSHOT_FILE));
     const r = await runHook(d, 'claude-code', prompt(d), ['--budget', '400']);
     expectLean(r, ['better-sqlite3']);
     const text = contextOf(r);
