@@ -174,6 +174,10 @@ export class Daemon {
       clearInterval(extend);
     }
     if (this.stopping) return; // SIGTERM arrived during the first scan: stop() owns the rest
+    // The first warm.bootstrap runs cold (JIT, statements, the tokenizer's tables, which load on
+    // first use): ~0.4 s, longer than a hook waits. Pay it before reporting ready, so an agent's
+    // first prompt after a start finds a warm daemon (it used to be the hooks' p99: 450-600 ms).
+    this.warm?.warmUp();
     // The scan read every transcript into buffers that are all dead now: give them back before
     // reporting ready, rather than whenever V8 next looks (seconds later, or the next busy spell).
     const gcStarted = performance.now();
@@ -190,11 +194,6 @@ export class Daemon {
     if (this.stopping) return;
     this.stateValue = 'running';
     this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
-    // The first warm.bootstrap runs cold (~150 ms of JIT, statements, first encodes): longer than
-    // a hook waits. Pay it now, once, instead of on an agent's first prompt.
-    setImmediate(() => {
-      if (!this.stopping) this.warm?.warmUp();
-    });
   }
 
   /** Drain in-flight plans, flush SQLite, close and remove the socket. Idempotent. */
