@@ -128,9 +128,12 @@ export class SnapshotTemplateSource implements TemplateSource {
     const n = this.file.templates.length;
     if (phrases.length === 0 || n === 0) return [];
     const docTokens = new Map<string, string[]>();
+    // The term table comes from JSON.parse: a plain object, so only its own keys are terms
+    // (`constructor` and its kin are inherited, not words a template holds).
+    const tf = (t: SnapshotTemplate, term: string): number => (Object.hasOwn(t.search.tf, term) ? (t.search.tf[term] ?? 0) : 0);
     const freq = (t: SnapshotTemplate, phrase: readonly string[]): number => {
-      if (phrase.length === 1) return t.search.tf[phrase[0] as string] ?? 0;
-      if (phrase.some((p) => !t.search.tf[p])) return 0;
+      if (phrase.length === 1) return tf(t, phrase[0] as string);
+      if (phrase.some((p) => tf(t, p) === 0)) return 0;
       let tokens = docTokens.get(t.id);
       if (!tokens) docTokens.set(t.id, (tokens = fts5Tokens(t.search.body)));
       return phraseCount(tokens, phrase);

@@ -75,6 +75,16 @@ describe('warm snapshot', () => {
     );
   });
 
+  it('treats words that name Object.prototype members as plain words (constructor, toString)', () => {
+    const source = new SnapshotTemplateSource(parseWarmSnapshot(JSON.stringify(buildWarmSnapshot(store, NOW))));
+    for (const extra of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const terms = ['parser', extra];
+      const fromSnapshot = source.search(terms, 60);
+      expect(fromSnapshot.every((h) => Number.isFinite(h.rank))).toBe(true);
+      expect(fromSnapshot.map((h) => h.templateId).sort()).toEqual(store.search(terms, 60).map((h) => h.templateId).sort());
+    }
+  });
+
   it('gives the same bootstrap as the store for any task, repo and budget (property)', () => {
     const source = new SnapshotTemplateSource(buildWarmSnapshot(store, NOW));
     fc.assert(
