@@ -75,11 +75,28 @@ async function readStdin(max: number): Promise<string> {
       size += n;
       if (size > max) throw new Error(`hook input over ${max} bytes`);
       chunks.push(Buffer.from(buf.subarray(0, n)));
+      // A blocking read cannot be cut short by the watchdog: stop at the end of the event's
+      // JSON document rather than wait for an EOF a writer that keeps stdin open never sends.
+      const text = completeJson(chunks);
+      if (text !== undefined) return text;
     }
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
   }
   return readStdinStream(max, chunks, size);
+}
+
+/** The input as text when it already holds one whole JSON object, else undefined. */
+function completeJson(chunks: readonly Buffer[]): string | undefined {
+  const last = chunks[chunks.length - 1];
+  if (!last || !/}\s*$/.test(last.subarray(Math.max(0, last.length - 16)).toString('latin1'))) return undefined;
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    JSON.parse(text);
+    return text;
+  } catch {
+    return undefined;
+  }
 }
 
 function readStdinStream(max: number, chunks: Buffer[], read: number): Promise<string> {

@@ -1,4 +1,5 @@
 /** `contextd hook` as an agent runs it: a child process, JSON on stdin, never failing the agent. */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +28,19 @@ describe('contextd hook', () => {
     const log = readFileSync(join(dir, 'state', 'hooks.log'), 'utf8');
     expect(JSON.parse(log.trim().split('\n').at(-1)!)).toMatchObject({ msg: 'hook failed; answered nothing', code: 'HOOK_INPUT_INVALID' });
   });
+
+  it('answers an event whose writer keeps stdin open (a pipe never closed)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxd-hook-'));
+    dirs.push(dir);
+    const child = spawn(process.execPath, [CONTEXTD_BIN, 'hook', 'claude-code', '--state', join(dir, 'state'), '--socket', join(dir, 'none.sock')], { cwd: dir, env: { PATH: process.env['PATH'], HOME: dir }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.stdin.write(JSON.stringify({ hook_event_name: 'UserPromptSubmit', session_id: 's1', prompt: 'fix the build', cwd: dir }));
+    // stdin is not ended: the hook must still answer and exit (it used to block on the read).
+    const code = await Promise.race([exited, new Promise<'still running'>((r) => setTimeout(() => r('still running'), 15_000))]);
+    child.kill();
+    expect(code).toBe(0);
+    expect(readFileSync(join(dir, 'state', 'hooks.log'), 'utf8')).toContain('bootstrapping from the state folder');
+  }, 20_000);
 
   it('with the daemon down and no templates: exits 0, no output, notes the fallback', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ctxd-hook-'));
