@@ -715,7 +715,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.runQueue.add(s); // the rest in a later turn
       // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:
       // under sustained load the backlog never empties, and plans must still be made.
-      if (!this.planQueue.has(s) || !this.deferredPlans.delete(s)) {
+      // (Only a queued plan is put off: marking a session with none would let its next plan,
+      // queued mid-backlog, run at once on a partly applied model.)
+      if (!this.planQueue.has(s)) return;
+      if (!this.deferredPlans.delete(s)) {
         this.deferredPlans.add(s);
         return;
       }
