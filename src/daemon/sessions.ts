@@ -685,8 +685,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Put a session at the back of the run queue (if not in it) and make sure the pump runs. */
   private schedule(s: LiveSession): void {
     this.runQueue.add(s);
+    this.startPump();
+  }
+
+  private startPump(): void {
     this.pumping ??= this.pump().finally(() => {
       this.pumping = undefined;
+      // A session queued between the pump's last look and this callback still gets its turn.
+      if (this.runQueue.size > 0 && !this.closing) this.startPump();
     });
   }
 
