@@ -21,6 +21,11 @@ function contentHash(texts: readonly string[]): Buffer {
  * first scan of many transcripts costs one write per batch, not one per message. A store
  * failure is logged and the count is simply recomputed next time: nothing depends on the cache.
  */
+/** The key of counts waiting to be written (one spelling for get, getMany and set). */
+function pendingKey(encoding: string, hash: Buffer): string {
+  return `${encoding}\u0000${hash.toString('base64')}`;
+}
+
 export class SqliteTokenCountCache implements TokenCountCache {
   private readonly pending = new Map<string, TokenCountRow>();
   private scheduled: NodeJS.Immediate | undefined;
@@ -36,7 +41,7 @@ export class SqliteTokenCountCache implements TokenCountCache {
 
   get(encoding: string, texts: readonly string[]): readonly number[] | undefined {
     const hash = contentHash(texts);
-    const waiting = this.pending.get(`${encoding}\u0000${hash.toString('base64')}`);
+    const waiting = this.pending.get(pendingKey(encoding, hash));
     if (waiting) return waiting.counts;
     try {
       return this.store.get(encoding, hash);
@@ -49,7 +54,7 @@ export class SqliteTokenCountCache implements TokenCountCache {
   getMany(encoding: string, textsList: readonly (readonly string[])[]): (readonly number[] | undefined)[] {
     const hashes = textsList.map(contentHash);
     // (a restart's batches find nothing pending: no key strings made for them)
-    const out: (readonly number[] | undefined)[] = this.pending.size === 0 ? new Array<undefined>(hashes.length).fill(undefined) : hashes.map((h) => this.pending.get(`${encoding}\u0000${h.toString('base64')}`)?.counts);
+    const out: (readonly number[] | undefined)[] = this.pending.size === 0 ? new Array<undefined>(hashes.length).fill(undefined) : hashes.map((h) => this.pending.get(pendingKey(encoding, h))?.counts);
     const missing = hashes.filter((_, i) => out[i] === undefined);
     if (missing.length === 0) return out;
     let stored: Map<string, number[]>;
@@ -65,7 +70,7 @@ export class SqliteTokenCountCache implements TokenCountCache {
   set(encoding: string, texts: readonly string[], counts: readonly number[]): void {
     if (this.closed) return;
     const hash = contentHash(texts);
-    this.pending.set(`${encoding}\u0000${hash.toString('base64')}`, { encoding, hash, counts: [...counts] });
+    this.pending.set(pendingKey(encoding, hash), { encoding, hash, counts: [...counts] });
     if (this.pending.size >= FLUSH_AT) this.flush();
     else this.scheduled ??= setImmediate(() => this.flush());
   }
