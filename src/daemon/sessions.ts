@@ -320,7 +320,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // applied here ahead of its turn, in slices with a yield between (a long backlog never
     // blocks the event loop at once).
     while (this.queued.has(s) && this.sessions.get(s.sessionId) === s && !s.fed) {
-      if (this.applyQueued(s, performance.now() + (this.options.turnSliceMs ?? TURN_SLICE_MS))) break;
+      if (this.applyQueued(s, performance.now() + this.turnSliceMs)) break;
       await yieldToEventLoop();
     }
     return s;
@@ -688,6 +688,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.startPump();
   }
 
+  /** The longest run of turns before a yield (LoopOptions.turnSliceMs, else TURN_SLICE_MS). */
+  private get turnSliceMs(): number {
+    return this.options.turnSliceMs ?? TURN_SLICE_MS;
+  }
+
   private startPump(): void {
     this.pumping ??= this.pump().finally(() => {
       this.pumping = undefined;
@@ -705,7 +710,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private async pump(): Promise<void> {
     while (this.runQueue.size > 0 && !this.closing) {
       await yieldToEventLoop();
-      const deadline = performance.now() + (this.options.turnSliceMs ?? TURN_SLICE_MS);
+      const deadline = performance.now() + this.turnSliceMs;
       do await this.turn(deadline);
       while (this.runQueue.size > 0 && !this.closing && performance.now() < deadline);
     }
