@@ -210,6 +210,9 @@ export class Daemon {
     if (this.watchdogTimer) clearInterval(this.watchdogTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.collector.cancel();
+    // Lines read but not applied are dropped and a read waiting for room goes on: closing the
+    // tailer never waits for the backlog (harvests read transcripts themselves).
+    this.sessions?.stopIngest();
     await this.tailer?.close();
     // No new requests while draining: close the socket first, then finish what is in flight.
     await this.proxy?.close();

@@ -20,7 +20,7 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idleTimeoutMs?: number } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -36,7 +36,7 @@ function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idl
   const freed: number[] = [];
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
-    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}) },
+    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}) },
     { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
   );
   if (opts.full) {
@@ -75,7 +75,8 @@ function extra(k: number): TranscriptEvent[] {
 
 describe('SessionManager', () => {
   it('plans sessions in turn: a session that keeps changing waits behind the others, and I/O runs between plans', async () => {
-    const { manager } = setup();
+    // One plan slot: plans wait in line for it, in the order they came due.
+    const { manager } = setup({ maxConcurrentPlans: 1 });
     const order: string[] = [];
     let aChanges = 0;
     const done = new Promise<void>((resolve) => {
@@ -89,10 +90,12 @@ describe('SessionManager', () => {
     manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
     manager.ingest('/t/b.jsonl', 'b', 'openai-chat', events(10));
     manager.ingest('/t/c.jsonl', 'c', 'openai-chat', events(10));
-    // Queued after the first plan's turn: it must run before the second plan starts.
+    // Queued before the first turn: a plan yields to the event loop between its steps, so this
+    // runs before even the first plan is finished.
     setImmediate(() => order.push('io'));
     await done;
-    expect(order).toEqual(['a', 'io', 'b', 'c', 'a', 'a', 'a', 'a']);
+    // 'a' came due again while 'b' and 'c' waited for the slot: it waits behind them.
+    expect(order).toEqual(['io', 'a', 'b', 'c', 'a', 'a', 'a', 'a']);
     expect(aChanges).toBe(4);
   });
 
@@ -228,7 +231,8 @@ describe('SessionManager run queue (transcript batches and plans in turns)', () 
   });
 
   it('a busy session never delays another: its backlog is applied over several turns, its plans coalesced', async () => {
-    const { manager } = setup();
+    // One plan slot, so the plan that starts first is the one published first.
+    const { manager } = setup({ maxConcurrentPlans: 1 });
     const planned: { id: string; tokens: number }[] = [];
     manager.on('plan', (s, plan) => planned.push({ id: s.sessionId, tokens: plan.tokensBefore }));
     const a = batches(events(10), 20);
