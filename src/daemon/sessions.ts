@@ -1,5 +1,4 @@
 import { EventEmitter } from 'node:events';
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
@@ -13,6 +12,7 @@ import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
 import { IngestQueue } from './ingest-queue.js';
+import { LoopBudget } from './loop-budget.js';
 import { ADVISORY_PLAN_INTERVAL_MS, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type MemoryBudget, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
@@ -70,8 +70,9 @@ export type ArchiveFilter = OriginalsFilter;
 export { ADVISORY_PLAN_INTERVAL_MS };
 
 /**
- * Longest run of work (applying queued transcript batches, one plan) before the pump yields to
- * the event loop, so socket requests such as daemon.status are answered between turns.
+ * Time of work per event-loop iteration (applying queued transcript batches, steps of plans),
+ * shared by the pump and every plan in flight (LoopBudget): then they yield, so socket requests
+ * such as daemon.status are answered between slices.
  */
 export const TURN_SLICE_MS = 4;
 /** Most plans in flight at once, by default (LoopOptions.maxConcurrentPlans). */
@@ -100,7 +101,8 @@ export interface SessionManagerEvents {
  * work, and a busy session goes to the back of the queue instead of delaying the others.
  *
  * A turn never waits for its plan: the plan runs beside the pump, itself yielding to the event
- * loop once a step ran past TURN_SLICE_MS (the planner's `pause`), so lines of every session
+ * loop between steps once the iteration's TURN_SLICE_MS is spent (the planner's `pause`, one
+ * LoopBudget for the pump and all plans), so lines of every session
  * (its own included) go on being applied while a summarizer works. A session has one plan in
  * flight at most (lines that arrive meanwhile make one more plan after it: coalesced), and at
  * most maxConcurrentPlans are in flight over all sessions; the others wait in arrival order.
@@ -123,6 +125,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private plansRunning = 0;
   /** Sessions whose due plan waits for a free plan slot, in arrival order (they stay in planQueue). */
   private readonly planWaiting = new Set<LiveSession>();
+  /** The time slice of each event-loop iteration, shared by the pump and the plans in flight. */
+  private readonly budget = new LoopBudget(() => this.turnSliceMs);
   private readonly idle: IdleTracker;
   private readonly log: Logger;
   private readonly now: () => number;
@@ -245,10 +249,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
-   * Apply a session's queued batches, oldest first, until none is left or `deadline`
-   * (performance.now()) passed. Returns true when none is left.
+   * Apply a session's queued batches, oldest first, until none is left or `more()` says the
+   * slice is spent (at least one is applied). Returns true when none is left.
    */
-  private applyQueued(s: LiveSession, deadline = Number.POSITIVE_INFINITY): boolean {
+  private applyQueued(s: LiveSession, more: () => boolean = () => true): boolean {
     for (let b = this.queued.shift(s); b; b = this.queued.shift(s)) {
       if (s.fed || !this.sessions.has(s.sessionId)) {
         this.queued.drop(s);
@@ -259,7 +263,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       } catch (err) {
         this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'could not apply transcript events');
       }
-      if (performance.now() >= deadline) break;
+      if (!more()) break;
     }
     return !this.queued.has(s);
   }
@@ -338,8 +342,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // applied here ahead of its turn, in slices with a yield between (a long backlog never
     // blocks the event loop at once).
     while (this.queued.has(s) && this.sessions.get(s.sessionId) === s && !s.fed) {
-      if (this.applyQueued(s, performance.now() + this.turnSliceMs)) break;
-      await yieldToEventLoop();
+      if (this.applyQueued(s, () => this.budget.left())) break;
+      await this.budget.pause();
     }
     return s;
   }
@@ -738,10 +742,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private async pump(): Promise<void> {
     while (this.runQueue.size > 0 && !this.closing) {
-      await yieldToEventLoop();
-      const deadline = performance.now() + this.turnSliceMs;
-      do this.turn(deadline);
-      while (this.runQueue.size > 0 && !this.closing && performance.now() < deadline);
+      await this.budget.pause();
+      do this.turn();
+      while (this.runQueue.size > 0 && !this.closing && this.budget.left());
     }
   }
 
@@ -751,15 +754,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
-   * The next session's turn: its queued batches (until `deadline`), then its plan, started and
+   * The next session's turn: its queued batches (while the slice lasts), then its plan, started and
    * left to run beside the pump (or put in line when every plan slot is taken).
    */
-  private turn(deadline: number): void {
+  private turn(): void {
     const s = this.runQueue.values().next().value as LiveSession | undefined;
     if (!s) return;
     this.runQueue.delete(s);
     if (!this.sessions.has(s.sessionId)) return;
-    if (this.queued.has(s) && !this.applyQueued(s, deadline)) {
+    if (this.queued.has(s) && !this.applyQueued(s, () => this.budget.left())) {
       this.runQueue.add(s); // the rest in a later turn
       // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:
       // under sustained load the backlog never empties, and plans must still be made.
@@ -811,19 +814,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (first) this.schedule(first);
   }
 
-  /**
-   * A plan's `pause`: yields to the event loop when the plan ran turnSliceMs since it last did
-   * (always at its first step, so a plan never runs inside the turn that started it).
-   */
-  private slicer(): () => Promise<void> | undefined {
-    let since = Number.NEGATIVE_INFINITY;
-    return () => {
-      if (performance.now() - since < this.turnSliceMs) return undefined;
-      return yieldToEventLoop().then(() => {
-        since = performance.now();
-      });
-    };
-  }
 
   private async runPlan(s: LiveSession, mode: PlanMode, advisory: boolean): Promise<void> {
     try {
@@ -848,7 +838,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
     const model = s.model;
-    const pause = this.slicer();
+    const pause = this.budget.hook();
     const generation = s.life.generation;
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
     try {
