@@ -127,6 +127,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly planWaiting = new Set<LiveSession>();
   /** The time slice of each event-loop iteration, shared by the pump and the plans in flight. */
   private readonly budget = new LoopBudget(() => this.turnSliceMs);
+  /** Aborted on shutdown: plans in flight stop at their next step, a summarizer call is cut short. */
+  private readonly stopping = new AbortController();
   private readonly idle: IdleTracker;
   private readonly log: Logger;
   private readonly now: () => number;
@@ -622,6 +624,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   stopIngest(): void {
     this.closing = true;
+    this.stopping.abort(new ContextdError(ErrorCode.LIFECYCLE, 'contextd is shutting down: the plan was abandoned'));
     for (const s of [...this.runQueue]) this.queued.drop(s);
     this.planQueue.clear();
     this.runQueue.clear();
@@ -634,7 +637,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
   }
 
-  /** Stop ingest and planning (`stopIngest`), then wait for plans in flight (shutdown). */
+  /**
+   * Stop ingest and planning (`stopIngest`), then wait for plans in flight, which stop at their
+   * next step (a summarizer waiting for an LLM is cut short), so shutdown never waits for one.
+   */
   async drain(): Promise<void> {
     this.stopIngest();
     await Promise.allSettled([...this.inFlight, this.pumping]);
@@ -825,7 +831,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
       this.publish(s, plan);
     } catch (err) {
-      this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
+      if (this.stopping.signal.aborted) this.log.info({ sessionId: s.sessionId, mode }, 'plan abandoned: contextd is shutting down');
+      else this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
     } finally {
       // The model may have moved on while the plan was made: look again.
       if (this.sessions.has(s.sessionId)) this.consider(s, zoneOf(s.model.headroom(), this.options));
@@ -838,7 +845,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
     const model = s.model;
-    const pause = this.budget.hook();
+    const slice = this.budget.hook();
+    const { signal } = this.stopping;
+    // A plan stops at its next step on shutdown (its summarizer call is aborted by `signal`).
+    const pause = (): Promise<void> | undefined => {
+      if (signal.aborted) return Promise.reject(signal.reason as Error);
+      return slice();
+    };
     const generation = s.life.generation;
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
     try {
@@ -852,6 +865,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         cache: s.summaryCache,
         now: this.now,
         pause,
+        signal,
         ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
       });
       if (s.life.generation !== generation) {

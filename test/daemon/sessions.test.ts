@@ -422,6 +422,22 @@ describe('SessionManager plans beside the turns (a slow summarizer holds nobody 
 });
 
 describe('SessionManager shutdown', () => {
+  it('drain() does not wait for a summarizer that has not answered: the plan is abandoned at once', async () => {
+    const llm = await slowLlm();
+    const { manager, lines } = setup({ summarizer: llm.summarizer });
+    const plans: string[] = [];
+    manager.on('plan', (s) => plans.push(s.sessionId));
+    const a = manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', events(10), 1000, 1000);
+    await vi.waitFor(() => expect(llm.held()).toBe(true), { timeout: 60_000 });
+    await manager.drain();
+    // The LLM never answered (its request is still held), and nothing was published.
+    expect(llm.held()).toBe(true);
+    expect(a.life.planning).toBe(false);
+    expect(plans).toEqual([]);
+    expect(lines.filter((l) => l['msg'] === 'plan abandoned: contextd is shutting down').map((l) => l['sessionId'])).toEqual(['a']);
+    expect(lines.filter((l) => l['msg'] === 'planning failed; will retry when the session changes')).toEqual([]);
+  });
+
   it('drain() drops lines read but not applied, and frees a read waiting at the gate', async () => {
     const { manager } = setup();
     const ids = Array.from({ length: 20 }, (_, i) => `q${i}`);
