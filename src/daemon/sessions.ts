@@ -820,7 +820,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (first) this.schedule(first);
   }
 
-
   private async runPlan(s: LiveSession, mode: PlanMode, advisory: boolean): Promise<void> {
     try {
       const plan = await this.makePlan(s, mode, undefined, false, advisory);
@@ -870,6 +869,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       });
       if (s.life.generation !== generation) {
         this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was rebuilt while it was made');
+        return undefined;
+      }
+      // Lines applied while it was made may have rewound the context past what it replaces.
+      if (!plan.edits.every((e) => e.replaces.every((id) => model.messagesOf(id).length > 0))) {
+        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: sections it replaces left the context while it was made');
         return undefined;
       }
       // Originals go to the archive before anyone can apply the plan: nothing is lost.

@@ -371,6 +371,26 @@ describe('SessionManager plans beside the turns (a slow summarizer holds nobody 
     expect(plans.filter((p) => p.id === 'a').map((p) => p.tokens)).toEqual([tokensAtPlan, a.model.tokens()]);
   });
 
+  it('a plan whose sections the agent rewound away while it was made is dropped, not published', async () => {
+    const llm = await slowLlm();
+    const { manager, lines } = setup({ summarizer: llm.summarizer });
+    const plans: string[] = [];
+    manager.on('plan', (s) => plans.push(s.sessionId));
+    const evs = events(10);
+    const a = manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', evs, 1000, 1000);
+    await vi.waitFor(() => expect(llm.held()).toBe(true), { timeout: 60_000 });
+    // The agent rewinds to its first message while the summary is awaited.
+    const first = evs.find((e) => e.type === 'message');
+    if (first?.type !== 'message') throw new Error('no message in the transcript');
+    manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', [{ type: 'truncate', keepThroughId: first.message.id, reason: 'rewind' }], 1100, 100);
+    await manager.settled();
+    expect(a.model.messages()).toHaveLength(1);
+    llm.release();
+    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'plan dropped: sections it replaces left the context while it was made')).toBe(true), { timeout: 60_000 });
+    expect(plans).toEqual([]);
+    expect(a.life.planning).toBe(false);
+  });
+
   it('bounds the plans in flight: with one slot, a due plan waits for it while its lines are applied', async () => {
     const llm = await slowLlm();
     const { manager } = setup({ summarizer: llm.summarizer, maxConcurrentPlans: 1 });
