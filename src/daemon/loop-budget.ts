@@ -1,51 +1,73 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 
 /**
- * One time budget per event-loop iteration, shared by everyone who works in slices (the run
- * queue's pump, every plan in flight, a request catching a session up). Each asks `left()`
- * between steps and yields (`pause`) when the iteration's budget is spent, so between two polls
- * for I/O the loop runs about one budget plus one step per worker, however many work at once.
- *
- * The budget starts with the first `left()` of an iteration; a `setImmediate` queued then ends
- * it, and runs ahead of the workers that yield later (immediates run in the order queued).
- * Progress is never starved: a worker resumed from `pause` always runs its next step.
+ * The time slice of each event-loop iteration, shared by everyone who works in steps (the run
+ * queue's pump, every plan in flight, a request catching a session up). Each is a `worker`: after
+ * a pause (a yield to the event loop) it may go on for its share of the slice — `sliceMs` over the
+ * workers active at that moment — and then pauses again. So between two polls for I/O the loop
+ * runs about one slice plus one step per worker, however many work at once, and a busy pump
+ * leaves plans the same share as itself. A worker resumed from a pause always runs its next step,
+ * so none is starved.
  */
 export class LoopBudget {
-  private start: number | undefined;
+  private active = 0;
 
-  /** `sliceMs` is read at each check (it follows a reconfigure); 0 means one step per iteration. */
+  /** `sliceMs` is read at each resume (it follows a reconfigure); 0 means one step per iteration. */
   constructor(private readonly sliceMs: () => number) {}
 
-  /** True while this iteration's budget lasts (the first call of an iteration starts it). */
-  left(): boolean {
-    const now = performance.now();
-    if (this.start === undefined) {
-      this.start = now;
-      setImmediate(() => {
-        this.start = undefined;
-      });
-    }
-    return now - this.start < this.sliceMs();
+  /** Workers active now (created and not done). */
+  get workers(): number {
+    return this.active;
   }
 
-  /** Resolves in a later iteration, after the loop polled for I/O. */
-  pause(): Promise<void> {
-    return yieldToEventLoop();
+  /** A new worker; call `done()` when it ends, or it keeps a share. It may start at once. */
+  worker(): BudgetWorker {
+    this.active++;
+    let open = true;
+    return new BudgetWorker(
+      () => this.sliceMs() / Math.max(1, this.active),
+      () => {
+        if (open) this.active--;
+        open = false;
+      },
+    );
+  }
+}
+
+/** One worker of a LoopBudget. */
+export class BudgetWorker {
+  private until: number;
+
+  constructor(
+    private readonly share: () => number,
+    /** The worker ended: its share goes to the others. Idempotent. */
+    readonly done: () => void,
+  ) {
+    this.until = performance.now() + share();
+  }
+
+  /** True while this worker's share of the iteration lasts. */
+  left(): boolean {
+    return performance.now() < this.until;
+  }
+
+  /** Resolves in a later iteration, after the loop polled for I/O, with a fresh share. */
+  async pause(): Promise<void> {
+    await yieldToEventLoop();
+    this.until = performance.now() + this.share();
   }
 
   /**
-   * A `pause` hook for one worker (the planner's PlanOptions.pause): undefined (go on) while the
-   * budget lasts, else a yield. The first call always yields, so a worker never runs inside the
-   * slice of the one that started it.
+   * A `pause` hook for the planner (PlanOptions.pause): undefined (go on) while the share lasts,
+   * else a pause. The first call always pauses, so a plan never runs inside the turn that
+   * started it.
    */
   hook(): () => Promise<void> | undefined {
     let first = true;
     return () => {
-      if (first) {
-        first = false;
-        return this.pause();
-      }
-      return this.left() ? undefined : this.pause();
+      if (!first && this.left()) return undefined;
+      first = false;
+      return this.pause();
     };
   }
 }

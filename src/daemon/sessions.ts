@@ -12,7 +12,7 @@ import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
 import { IngestQueue } from './ingest-queue.js';
-import { LoopBudget } from './loop-budget.js';
+import { LoopBudget, type BudgetWorker } from './loop-budget.js';
 import { ADVISORY_PLAN_INTERVAL_MS, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type MemoryBudget, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
@@ -71,8 +71,8 @@ export { ADVISORY_PLAN_INTERVAL_MS };
 
 /**
  * Time of work per event-loop iteration (applying queued transcript batches, steps of plans),
- * shared by the pump and every plan in flight (LoopBudget): then they yield, so socket requests
- * such as daemon.status are answered between slices.
+ * shared out to the pump and every plan in flight (LoopBudget): then they yield, so socket
+ * requests such as daemon.status are answered between slices.
  */
 export const TURN_SLICE_MS = 4;
 /** Most plans in flight at once, by default (LoopOptions.maxConcurrentPlans). */
@@ -101,8 +101,8 @@ export interface SessionManagerEvents {
  * work, and a busy session goes to the back of the queue instead of delaying the others.
  *
  * A turn never waits for its plan: the plan runs beside the pump, itself yielding to the event
- * loop between steps once the iteration's TURN_SLICE_MS is spent (the planner's `pause`, one
- * LoopBudget for the pump and all plans), so lines of every session
+ * loop between steps once its share of the iteration's TURN_SLICE_MS is spent (the planner's
+ * `pause`; one LoopBudget shares the slice out to the pump and all plans), so lines of every session
  * (its own included) go on being applied while a summarizer works. A session has one plan in
  * flight at most (lines that arrive meanwhile make one more plan after it: coalesced), and at
  * most maxConcurrentPlans are in flight over all sessions; the others wait in arrival order.
@@ -125,7 +125,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private plansRunning = 0;
   /** Sessions whose due plan waits for a free plan slot, in arrival order (they stay in planQueue). */
   private readonly planWaiting = new Set<LiveSession>();
-  /** The time slice of each event-loop iteration, shared by the pump and the plans in flight. */
+  /** The time slice of each event-loop iteration, shared out to the pump and the plans in flight. */
   private readonly budget = new LoopBudget(() => this.turnSliceMs);
   /** Aborted on shutdown: plans in flight stop at their next step, a summarizer call is cut short. */
   private readonly stopping = new AbortController();
@@ -343,9 +343,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // Whoever reads the model sees every line read so far, not only those whose turn came:
     // applied here ahead of its turn, in slices with a yield between (a long backlog never
     // blocks the event loop at once).
-    while (this.queued.has(s) && this.sessions.get(s.sessionId) === s && !s.fed) {
-      if (this.applyQueued(s, () => this.budget.left())) break;
-      await this.budget.pause();
+    const w = this.budget.worker();
+    try {
+      while (this.queued.has(s) && this.sessions.get(s.sessionId) === s && !s.fed) {
+        if (this.applyQueued(s, () => w.left())) break;
+        await w.pause();
+      }
+    } finally {
+      w.done();
     }
     return s;
   }
@@ -747,10 +752,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * once they are all applied), then makes its plan if one is queued.
    */
   private async pump(): Promise<void> {
-    while (this.runQueue.size > 0 && !this.closing) {
-      await this.budget.pause();
-      do this.turn();
-      while (this.runQueue.size > 0 && !this.closing && this.budget.left());
+    const w = this.budget.worker();
+    try {
+      while (this.runQueue.size > 0 && !this.closing) {
+        await w.pause();
+        do this.turn(w);
+        while (this.runQueue.size > 0 && !this.closing && w.left());
+      }
+    } finally {
+      w.done();
     }
   }
 
@@ -763,12 +773,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * The next session's turn: its queued batches (while the slice lasts), then its plan, started and
    * left to run beside the pump (or put in line when every plan slot is taken).
    */
-  private turn(): void {
+  private turn(w: BudgetWorker): void {
     const s = this.runQueue.values().next().value as LiveSession | undefined;
     if (!s) return;
     this.runQueue.delete(s);
     if (!this.sessions.has(s.sessionId)) return;
-    if (this.queued.has(s) && !this.applyQueued(s, () => this.budget.left())) {
+    if (this.queued.has(s) && !this.applyQueued(s, () => w.left())) {
       this.runQueue.add(s); // the rest in a later turn
       // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:
       // under sustained load the backlog never empties, and plans must still be made.
@@ -844,7 +854,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
     const model = s.model;
-    const slice = this.budget.hook();
+    const w = this.budget.worker();
+    const slice = w.hook();
     const { signal } = this.stopping;
     // A plan stops at its next step on shutdown (its summarizer call is aborted by `signal`).
     const pause = (): Promise<void> | undefined => {
@@ -883,6 +894,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
       return plan;
     } finally {
+      w.done();
       if (!dryRun) s.life.planFinished();
     }
   }
