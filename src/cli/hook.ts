@@ -11,7 +11,7 @@
  * prompt is bootstrapped from the warm snapshot (one JSON file) and SQLite is opened only
  * when there is no usable snapshot.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClientTransport } from '../ipc/client-transport.js';
 import { findSocketPath } from '../ipc/paths.js';
@@ -110,6 +110,24 @@ function readStdinStream(max: number, chunks: Buffer[], read: number): Promise<s
     process.stdin.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     process.stdin.on('error', reject);
   });
+}
+
+/**
+ * Write the answer to fd 1 synchronously: `process.stdout` on a pipe (as agents spawn hooks) is
+ * a net.Socket, and building it loads node:net and the stream modules (~6 ms) for one write.
+ * Once written nothing is left to flush, so the process can end at once. A non-blocking stdout
+ * that is full (EAGAIN) gets the rest through the stream.
+ */
+function writeStdout(text: string): Promise<void> {
+  const buf = Buffer.from(text, 'utf8');
+  let off = 0;
+  try {
+    while (off < buf.length) off += writeSync(1, buf, off);
+    return Promise.resolve();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return Promise.reject(err as Error);
+  }
+  return new Promise((resolve, reject) => process.stdout.write(buf.subarray(off), (err) => (err ? reject(err) : resolve())));
 }
 
 /** One JSON-RPC call on a fresh connection, bounded by `timeoutMs` from connect to reply. */
@@ -243,7 +261,7 @@ export async function runHook(agent: AgentName, flags: HookFlags): Promise<numbe
     const answer = await answerHook(event, deps);
     // The recall handle is only quoted once its originals are stored.
     await Promise.all(pendingArchives);
-    if (answer) process.stdout.write(`${JSON.stringify(answer)}\n`);
+    if (answer) await writeStdout(`${JSON.stringify(answer)}\n`);
   } catch (err) {
     notes.push({ msg: 'hook failed; answered nothing', err: err instanceof Error ? err.message : String(err), code: (err as { code?: unknown }).code });
   } finally {
