@@ -22,6 +22,7 @@ import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/ho
 import { resolveStateDir, stateDbPath } from '../store/paths.js';
 import type { SnapshotTemplateSource } from '../warm/snapshot-source.js';
 import { WARM_SNAPSHOT_FILE } from '../warm/snapshot-format.js';
+import { ErrorCode, isContextdError } from '../util/errors.js';
 
 export interface HookFlags {
   readonly socket?: string;
@@ -166,8 +167,15 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
       const source = await snapshotSource(stateDir, notes);
       if (source) {
         const { bootstrap } = await import('../warm/bootstrap.js');
-        notes.push({ msg: 'warm bootstrap read from the warm snapshot', writtenAt: new Date(source.writtenAt).toISOString() });
-        return { ...bootstrap({ task, repo, budgetTokens }, { store: source, tokenCounter: BYTE_BOUND_COUNTER }), tokensAtMost: true };
+        try {
+          const answer = bootstrap({ task, repo, budgetTokens }, { store: source, tokenCounter: BYTE_BOUND_COUNTER });
+          notes.push({ msg: 'warm bootstrap read from the warm snapshot', writtenAt: new Date(source.writtenAt).toISOString() });
+          return { ...answer, tokensAtMost: true };
+        } catch (err) {
+          // A template's detail line is parsed only when picked: a corrupt one shows up here.
+          if (!isContextdError(err, ErrorCode.WARM_SNAPSHOT_INVALID)) throw err;
+          notes.push(unusableSnapshot(err));
+        }
       }
       const dbPath = stateDbPath(stateDir);
       if (!existsSync(dbPath)) return undefined;
@@ -207,9 +215,13 @@ async function snapshotSource(stateDir: string, notes: Record<string, unknown>[]
   try {
     return readWarmSnapshot(stateDir);
   } catch (err) {
-    notes.push({ msg: 'warm snapshot unusable; reading the template store', err: (err as Error).message, code: (err as { code?: unknown }).code });
+    notes.push(unusableSnapshot(err));
     return undefined;
   }
+}
+
+function unusableSnapshot(err: unknown): Record<string, unknown> {
+  return { msg: 'warm snapshot unusable; reading the template store', err: (err as Error).message, code: (err as { code?: unknown }).code };
 }
 
 async function archiveOriginals(stateDir: string, entry: ArchiveEntry): Promise<void> {
