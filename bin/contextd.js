@@ -32,7 +32,9 @@ function loadHook() {
 
 const hook = process.argv[2] === 'hook';
 // A hook must never break the agent: whatever fails here exits 0 (the agent goes on without it).
-const started = hook ? loadHook().then(async (m) => (process.exitCode = await m.hookMain(process.argv.slice(3)))) : import('../dist/src/cli/main.js');
+// Once the hook has answered (written synchronously) nothing is left to do: exit at once rather
+// than wait for the event loop to drain.
+const started = hook ? loadHook().then(async (m) => process.exit(await m.hookMain(process.argv.slice(3)))) : import('../dist/src/cli/main.js');
 started.catch((err) => {
   process.stderr.write(`contextd: cannot start (${err && err.message}). Run \`npm run build\` first.\n`);
   process.exit(hook ? 0 : 1);

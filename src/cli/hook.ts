@@ -142,7 +142,16 @@ async function callOnce(socketPath: string, timeoutMs: number, method: string, p
     // No socket file: the daemon is down, said without loading node:net.
     if (!existsSync(socketPath)) throw new Error(`cannot reach contextd at ${socketPath} (no socket): is the daemon running? start it with "contextd daemon"`);
     const { connectSocket, ClientTransport } = await import('../ipc/client-transport.js');
-    const socket = await Promise.race([connectSocket(socketPath), deadline]);
+    const connecting = connectSocket(socketPath);
+    let socket;
+    try {
+      socket = await Promise.race([connecting, deadline]);
+    } catch (err) {
+      // A connection made after the deadline would keep the hook alive until the daemon drops
+      // it (its idle timeout): close it as soon as it is made.
+      void connecting.then((late) => late.destroy(), () => undefined);
+      throw err;
+    }
     transport = new ClientTransport(socket, { maxLineBytes: 8 * 1024 * 1024, requestTimeoutMs: timeoutMs, socketPath }, { onNotification: () => undefined, onError: () => undefined, onClose: () => undefined }, NO_DEBUG);
     return await Promise.race([transport.call(method, params), deadline]);
   } finally {
