@@ -5,7 +5,7 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { TranscriptDecoder, readTranscriptFile } from '../ingest/decoder.js';
+import { TranscriptDecoder, readTranscriptPrefix } from '../ingest/decoder.js';
 import type { TranscriptFormat } from '../ingest/types.js';
 import { sessionIdForFile } from '../ingest/session-id.js';
 import type { Message, SessionMeta, TranscriptEvent } from '../model/messages.js';
@@ -97,7 +97,7 @@ export async function loadTranscript(path: string): Promise<LoadedSession> {
  */
 export async function loadTranscriptPrefix(path: string, sessionId: string, format: TranscriptFormat, endOffset: number, maxLineBytes?: number): Promise<LoadedSession> {
   if (endOffset <= 0) return sessionFromEvents(sessionId, []);
-  const read = await readTranscriptFile(path, { format, endOffset, ...(maxLineBytes !== undefined ? { maxLineBytes } : {}) });
+  const read = await readTranscriptPrefix(path, format, endOffset, maxLineBytes);
   return sessionFromEvents(sessionId, read.events);
 }
 

@@ -183,10 +183,7 @@ export interface ReadTranscriptOptions {
  * FORMAT_UNKNOWN when lines parsed but no format could be recognized.
  */
 export async function readTranscriptFile(path: string, options: ReadTranscriptOptions = {}): Promise<TranscriptFile> {
-  const decoder = new TranscriptDecoder({
-    ...(options.format !== undefined ? { format: options.format } : {}),
-    ...(options.maxLineBytes !== undefined ? { maxLineBytes: options.maxLineBytes } : {}),
-  });
+  const decoder = new TranscriptDecoder({ format: options.format, maxLineBytes: options.maxLineBytes });
   const events: TranscriptEvent[] = [];
   let bytes = 0;
   let lastByte = -1;
@@ -211,4 +208,13 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
     throw new ContextdError(ErrorCode.FORMAT_UNKNOWN, `transcript format not recognized in ${path}`, { path, bytes, ...c });
   }
   return { format: decoder.format, events, counts: { ...c }, bytes };
+}
+
+/**
+ * The part of a tailed transcript the tailer applied: the lines before `endOffset` (a line
+ * boundary it committed), decoded as the tailer's `format` with its line limit (`maxLineBytes`,
+ * default when undefined). What a released session is rebuilt from and a live session harvested from.
+ */
+export function readTranscriptPrefix(path: string, format: TranscriptFormat, endOffset: number, maxLineBytes: number | undefined): Promise<TranscriptFile> {
+  return readTranscriptFile(path, { format, endOffset, maxLineBytes });
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isContextdError } from '../../src/util/errors.js';
-import { readTranscriptFile, sessionIdForFile, TranscriptDecoder, type LineError } from '../../src/ingest/index.js';
+import { readTranscriptFile, readTranscriptPrefix, sessionIdForFile, TranscriptDecoder, type LineError } from '../../src/ingest/index.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { transcriptSamples } from '../fixtures/samples.js';
 import { jsonl, messages } from './helpers.js';
@@ -101,6 +101,31 @@ describe('readTranscriptFile', () => {
     const foreign = join(dir, 'foreign.jsonl');
     writeFileSync(foreign, '{"a":1}\n{"b":2}\n');
     await expect(readTranscriptFile(foreign)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FORMAT_UNKNOWN'));
+  });
+});
+
+describe('readTranscriptPrefix', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'contextd-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads only the committed lines, in the given format, with the given or the default line limit', async () => {
+    const p = join(dir, 'tail.jsonl');
+    const first = '{"role":"user","content":"one"}\n';
+    const long = `${JSON.stringify({ role: 'assistant', content: 'x'.repeat(300) })}\n`;
+    writeFileSync(p, `${first}${long}{"role":"user","content":"not committed yet"}\n`);
+    const end = Buffer.byteLength(first + long);
+    const byDefault = await readTranscriptPrefix(p, 'openai-chat', end, undefined);
+    expect(byDefault.format).toBe('openai-chat');
+    expect(messages(byDefault.events).map((m) => m.text.length)).toEqual([3, 300]);
+    expect(byDefault.bytes).toBe(end);
+    const limited = await readTranscriptPrefix(p, 'openai-chat', end, 200);
+    expect(messages(limited.events).map((m) => m.text)).toEqual(['one']);
+    expect(limited.counts.oversizedLines).toBe(1);
   });
 });
 
