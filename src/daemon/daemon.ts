@@ -118,6 +118,7 @@ export class Daemon {
       now: this.now,
       stateDir: o.stateDir,
       snapshotDelayMs: o.warmSnapshotDelayMs,
+      tailedInode: (file) => this.tailer?.inodeOf(file),
       ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}),
     });
     this.sessions.on('plan', (s, plan) => {

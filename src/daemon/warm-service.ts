@@ -19,6 +19,8 @@ export interface WarmServiceDeps {
   readonly maxLineBytes?: number;
   /** Longest wait between a template change and the snapshot write holding it (default 2 s; 0 = at once). */
   readonly snapshotDelayMs?: number;
+  /** The inode the tailer read a transcript from, so a harvest never reads a file that replaced it. */
+  readonly tailedInode?: (file: string) => number | undefined;
 }
 
 /**
@@ -83,7 +85,8 @@ export class WarmService {
    */
   private source(s: LiveSession): Promise<LoadedSession> {
     if (!s.harvestsFromTranscript) return Promise.resolve(s.history.snapshot(s.sessionId));
-    return loadTranscriptPrefix(s.file, s.sessionId, s.format as TranscriptFormat, s.harvestEndOffset(), this.deps.maxLineBytes);
+    // A file replaced after the tailer's last read, before its reset: FILE_REPLACED, not the new file's lines.
+    return loadTranscriptPrefix(s.file, s.sessionId, s.format as TranscriptFormat, s.harvestEndOffset(), this.deps.maxLineBytes, this.deps.tailedInode?.(s.file));
   }
 
   /** Templates a connection was given by warm.bootstrap. */

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -126,6 +126,17 @@ describe('readTranscriptPrefix', () => {
     const limited = await readTranscriptPrefix(p, 'openai-chat', end, 200);
     expect(messages(limited.events).map((m) => m.text)).toEqual(['one']);
     expect(limited.counts.oversizedLines).toBe(1);
+  });
+
+  it('refuses a file replaced under the same name since its inode was read (FILE_REPLACED)', async () => {
+    const p = join(dir, 'tail.jsonl');
+    const line = '{"role":"user","content":"one"}\n';
+    writeFileSync(p, line);
+    const ino = statSync(p).ino;
+    expect(messages((await readTranscriptPrefix(p, 'openai-chat', line.length, undefined, ino)).events)).toHaveLength(1);
+    writeFileSync(join(dir, 'new.tmp'), '{"role":"user","content":"two"}\n');
+    renameSync(join(dir, 'new.tmp'), p);
+    await expect(readTranscriptPrefix(p, 'openai-chat', line.length, undefined, ino)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FILE_REPLACED'));
   });
 });
 
