@@ -49,6 +49,14 @@ function claudeSessionWithSecret(rounds: number): string {
   return lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
 }
 
+/** The session written in a temp dir, and a state dir beside it. */
+function secretiveSession(): { file: string; state: string } {
+  const d = temp();
+  const file = join(d, 'secretive.jsonl');
+  writeFileSync(file, claudeSessionWithSecret(30));
+  return { file, state: join(d, 'state') };
+}
+
 interface Row {
   handle: string;
   messages: string;
@@ -88,10 +96,7 @@ async function checkArchive(state: string): Promise<string[]> {
 describe('CLI archive records are redacted', () => {
   it('contextd fork archives the originals of a session with planted AWS credentials with no secret verbatim', async () => {
     expect(aws && awsSecret).toBeTruthy();
-    const d = temp();
-    const file = join(d, 'secretive.jsonl');
-    writeFileSync(file, claudeSessionWithSecret(30));
-    const state = join(d, 'state');
+    const { file, state } = secretiveSession();
     const forked = await runCli(['fork', file, '--budget', '4000', '--state', state, '--json']);
     expect(forked.code, forked.stderr).toBe(0);
     const f = JSON.parse(forked.stdout) as { edits: number };
@@ -100,10 +105,7 @@ describe('CLI archive records are redacted', () => {
   });
 
   it('contextd compact archives them redacted too', async () => {
-    const d = temp();
-    const file = join(d, 'secretive.jsonl');
-    writeFileSync(file, claudeSessionWithSecret(30));
-    const state = join(d, 'state');
+    const { file, state } = secretiveSession();
     const compacted = await runCli(['compact', file, '--budget', '4000', '--state', state, '--json']);
     expect(compacted.code, compacted.stderr).toBe(0);
     expect((JSON.parse(compacted.stdout) as { archived: number }).archived).toBeGreaterThan(0);

@@ -39,14 +39,19 @@ async function harvestBurst(watch: string, socket: string): Promise<number> {
   }
 }
 
+async function startDaemon(name: string, warmSnapshotDelayMs: number): Promise<{ daemon: SpawnedDaemon; watch: string; socket: string; state: string }> {
+  const { dir, watch } = scope.tempDir(name);
+  const config = join(dir, 'config.json');
+  writeFileSync(config, JSON.stringify({ warmSnapshotDelayMs }));
+  const state = join(dir, 'state');
+  const socket = join(dir, 's.sock');
+  const daemon = await scope.daemon(['--config', config, '--watch', watch, '--socket', socket, '--state', state, '--budget', '200000']);
+  return { daemon, watch, socket, state };
+}
+
 describe('warm snapshot writes', () => {
   it('a burst of harvests is not written on their path; shutdown writes it once, current and owner-only', async () => {
-    const { dir, watch } = scope.tempDir('snap-burst');
-    const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ warmSnapshotDelayMs: 600_000 }));
-    const state = join(dir, 'state');
-    const socket = join(dir, 's.sock');
-    const daemon = await scope.daemon(['--config', config, '--watch', watch, '--socket', socket, '--state', state, '--budget', '200000']);
+    const { daemon, watch, socket, state } = await startDaemon('snap-burst', 600_000);
     // the start-up snapshot of the empty store
     expect(writes(daemon)).toBe(1);
     const harvested = await harvestBurst(watch, socket);
@@ -66,12 +71,7 @@ describe('warm snapshot writes', () => {
   });
 
   it('a running daemon writes the burst within the delay, every change in it', async () => {
-    const { dir, watch } = scope.tempDir('snap-delay');
-    const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ warmSnapshotDelayMs: 300 }));
-    const state = join(dir, 'state');
-    const socket = join(dir, 's.sock');
-    const daemon = await scope.daemon(['--config', config, '--watch', watch, '--socket', socket, '--state', state, '--budget', '200000']);
+    const { daemon, watch, socket, state } = await startDaemon('snap-delay', 300);
     expect(await harvestBurst(watch, socket)).toBe(N);
     // every harvest's change is written by some coalesced write while the daemon runs
     const sum = () => daemon.logs.filter((l) => l.msg === 'warm snapshot changes written together').reduce((n, l) => n + Number(l['changes']), 0);

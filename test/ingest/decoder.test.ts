@@ -71,7 +71,7 @@ describe('TranscriptDecoder', () => {
   });
 });
 
-describe('readTranscriptFile', () => {
+describe('readTranscriptFile and readTranscriptPrefix', () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'contextd-'));
@@ -101,16 +101,6 @@ describe('readTranscriptFile', () => {
     const foreign = join(dir, 'foreign.jsonl');
     writeFileSync(foreign, '{"a":1}\n{"b":2}\n');
     await expect(readTranscriptFile(foreign)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FORMAT_UNKNOWN'));
-  });
-});
-
-describe('readTranscriptPrefix', () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'contextd-'));
-  });
-  afterEach(() => {
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('reads only the committed lines, in the given format, with the given or the default line limit', async () => {
