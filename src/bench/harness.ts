@@ -57,9 +57,17 @@ export function cliPath(): string {
   throw new Error('bench: dist/src/cli/main.js not found; run `npm run build` first');
 }
 
+/**
+ * Node flags for the benches' daemon process, from CONTEXTD_BENCH_NODE_FLAGS (space-separated),
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the daemon under a bench's load.
+ */
+function daemonNodeFlags(): string[] {
+  return (process.env.CONTEXTD_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter((f) => f !== '');
+}
+
 /** Spawn `contextd daemon ARGS` and resolve once it logs that it is running. */
 export async function startDaemonProcess(args: readonly string[], timeoutMs = 120_000, cli: string = cliPath()): Promise<{ proc: ChildProcess; stop: () => Promise<void> }> {
-  const proc = spawn(process.execPath, [cli, 'daemon', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CONTEXTD_LOG_LEVEL: 'info' } });
+  const proc = spawn(process.execPath, [...daemonNodeFlags(), cli, 'daemon', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CONTEXTD_LOG_LEVEL: 'info' } });
   let buf = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`daemon did not start in ${timeoutMs} ms: ${buf.slice(-2000)}`)), timeoutMs);
