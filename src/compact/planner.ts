@@ -326,7 +326,9 @@ const DETAIL_NOT_SUMMARIZED: ReadonlySet<string> = new Set(['newer', 'superseded
 
 /** The part of an edit's detail a summarizer may read, as a cache key. */
 function detailKey(detail: Readonly<Record<string, unknown>>): string {
-  return JSON.stringify(detail, (k, v: unknown) => (k !== '' && DETAIL_NOT_SUMMARIZED.has(k) ? undefined : v));
+  const shown: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(detail)) if (!DETAIL_NOT_SUMMARIZED.has(k)) shown[k] = v;
+  return JSON.stringify(shown);
 }
 
 /** An edit with what built it and what its survival check found. */
