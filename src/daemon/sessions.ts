@@ -833,7 +833,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         tokensBefore: plan.tokensBefore,
         tokensAfter: plan.tokensAfter,
         survival: plan.survival,
-        edits: plan.edits.map((e) => ({ editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, handle: e.handle, scores: e.scores })),
+        // per-section scores: in the stored plan and the planner's debug lines (one line per plan
+        // at info, written synchronously: every edit's score factors made it several kB)
+        edits: plan.edits.map((e) => ({ editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, handle: e.handle })),
       },
       'compaction planned',
     );
