@@ -26,6 +26,8 @@ export const DEFAULT_HYSTERESIS = 0.1;
 /** At most this many selection rounds (each re-selects with more savings when summaries overshoot). */
 const MAX_ROUNDS = 4;
 const SUMMARIZE_CONCURRENCY = 4;
+/** Longer summaries bought with a plan's slack get budgets in steps of this many tokens. */
+const SLACK_BUDGET_STEP = 32;
 
 export interface PlanOptions {
   readonly mode: PlanMode;
@@ -60,15 +62,41 @@ export interface PlanOptions {
   readonly pause?: () => Promise<void> | undefined;
 }
 
-/** A bounded map of summaries by input key, so a re-plan after one appended line is cheap. */
+/**
+ * A summary with what the planner derived from it: the text after the survival check, its
+ * tokens and the facts it had to re-inject. Derived from the summary, the edit's messages,
+ * its key terms and the goal's words — all named by the key it is stored under.
+ */
+export interface BuiltSummary {
+  /** The summarizer's text. */
+  readonly raw: string;
+  /** The goal words and counter the rest was derived with (the summary key does not name them). */
+  readonly derivedFor?: string;
+  readonly content?: string;
+  readonly tokens?: number;
+  readonly checked?: number;
+  readonly missing?: readonly string[];
+}
+
+/**
+ * A bounded map of summaries by input key, so a re-plan after one appended line is cheap: an
+ * edit whose inputs did not change is neither summarized, survival-checked nor counted again.
+ */
 export class SummaryCache {
-  private readonly map = new Map<string, string>();
+  private readonly map = new Map<string, BuiltSummary>();
   constructor(private readonly maxEntries = 2_000) {}
   get(key: string): string | undefined {
-    return this.map.get(key);
+    return this.map.get(key)?.raw;
   }
   set(key: string, value: string): void {
-    if (this.map.size >= this.maxEntries) {
+    this.put(key, { raw: value });
+  }
+  /** The summary under `key` with what was derived from it. */
+  built(key: string): BuiltSummary | undefined {
+    return this.map.get(key);
+  }
+  put(key: string, value: BuiltSummary): void {
+    if (!this.map.has(key) && this.map.size >= this.maxEntries) {
       const first = this.map.keys().next();
       if (!first.done) this.map.delete(first.value);
     }
@@ -306,6 +334,20 @@ function textTermsOf(messages: readonly Message[]): ReadonlySet<string> {
   });
 }
 
+/**
+ * Detail fields that never reach a summary: section ids (a summary must not name one) and
+ * scores. They move with every appended line (a newer identical call, a decayed score), so
+ * the summary cache key leaves them out, or each re-plan would summarize those edits again.
+ */
+const DETAIL_NOT_SUMMARIZED: ReadonlySet<string> = new Set(['newer', 'supersededBy', 'pivot', 'score', 'similarity']);
+
+/** The part of an edit's detail a summarizer may read, as a cache key. */
+function detailKey(detail: Readonly<Record<string, unknown>>): string {
+  const shown: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(detail)) if (!DETAIL_NOT_SUMMARIZED.has(k)) shown[k] = v;
+  return JSON.stringify(shown);
+}
+
 /** An edit with what built it and what its survival check found. */
 interface EditRecord {
   readonly edit: Edit;
@@ -355,8 +397,12 @@ async function spendSlack(model: CompactableModel, records: EditRecord[], need: 
     if (slack <= 64) break;
     const room = Math.min(slack * 0.9, r.edit.tokensBefore * 0.5 - r.edit.tokensAfter);
     if (room < 32) continue;
+    // On a grid: the slack moves a little with every appended line, and a budget a few tokens
+    // off would miss the summary cache on every re-plan (each edit summarized again).
+    const summaryTokens = Math.floor((r.run.summaryTokens + room) / SLACK_BUDGET_STEP) * SLACK_BUDGET_STEP;
+    if (summaryTokens <= r.run.summaryTokens) continue;
     await b.pause?.();
-    const bigger = await buildEdit(model, { ...r.run, summaryTokens: Math.floor(r.run.summaryTokens + room) }, b);
+    const bigger = await buildEdit(model, { ...r.run, summaryTokens }, b);
     const grow = bigger.edit.tokensAfter - r.edit.tokensAfter;
     if (grow > 0 && grow <= slack && bigger.edit.tokensAfter < bigger.edit.tokensBefore) {
       out[i] = bigger;
@@ -406,22 +452,28 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
   };
   const keyTerms = b.refs.keyTermsOf(textTermsOf(messages), range.end);
   const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens, handle };
-  const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${JSON.stringify(run.detail)}`;
-  let raw = b.cache?.get(cacheKey);
-  if (raw === undefined) {
-    raw = await b.summarizer.summarize(input, b.signal);
-    b.cache?.set(cacheKey, raw);
+  const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${detailKey(run.detail)}`;
+  const hit = b.cache?.built(cacheKey);
+  const raw = hit?.raw ?? (await b.summarizer.summarize(input, b.signal));
+  const goalWords = b.refs.goalWords();
+  const derivedFor = `${b.counter.encoding}|${goalWords.join(',')}`;
+  let check: { content: string; tokens: number; checked: number; missing: readonly string[] };
+  if (hit?.derivedFor === derivedFor && hit.content !== undefined && hit.tokens !== undefined && hit.checked !== undefined && hit.missing !== undefined) {
+    check = { content: hit.content, tokens: hit.tokens, checked: hit.checked, missing: hit.missing };
+  } else {
+    const all = keyFacts(messages, goalWords, keyTerms);
+    // In conversation, "must"/"always" mostly chat ("that must have been fun"): only standing
+    // constraints are re-injected; the span summary keeps the rest of the words.
+    // In tool work, an older user request is no anchor any more: a short one survives as said.
+    const requests = messages
+      .filter((m) => m.role === 'user' && !m.injected && !m.isSummary)
+      .map((m) => (m.text ?? '').trim().replace(/\s+/g, ' '))
+      .filter((t) => t.length >= 15 && t.length <= 240);
+    const facts = isConversational(messages) ? { ...all, constraints: all.constraints.filter(isStandingConstraint) } : { ...all, constraints: [...all.constraints, ...requests] };
+    const checked = ensureSurvival(`[contextd recall ${handle}] ${raw}`, facts);
+    check = { ...checked, tokens: countTokens(b.counter, checked.content) };
+    b.cache?.put(cacheKey, { raw, derivedFor, ...check });
   }
-  const all = keyFacts(messages, b.refs.goalWords(), keyTerms);
-  // In conversation, "must"/"always" mostly chat ("that must have been fun"): only standing
-  // constraints are re-injected; the span summary keeps the rest of the words.
-  // In tool work, an older user request is no anchor any more: a short one survives as said.
-  const requests = messages
-    .filter((m) => m.role === 'user' && !m.injected && !m.isSummary)
-    .map((m) => (m.text ?? '').trim().replace(/\s+/g, ' '))
-    .filter((t) => t.length >= 15 && t.length <= 240);
-  const facts = isConversational(messages) ? { ...all, constraints: all.constraints.filter(isStandingConstraint) } : { ...all, constraints: [...all.constraints, ...requests] };
-  const check = ensureSurvival(`[contextd recall ${handle}] ${raw}`, facts);
   const role: 'user' | 'assistant' = messages.every((m) => m.role === 'user') ? 'user' : 'assistant';
   const scores: Record<string, ScoreFactors> = {};
   for (const s of run.sections) scores[s.id] = s.factors;
@@ -431,7 +483,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     messageRange: range,
     summary: { role, content: check.content },
     tokensBefore: run.tokensBefore,
-    tokensAfter: countTokens(b.counter, check.content) + MESSAGE_OVERHEAD_TOKENS,
+    tokensAfter: check.tokens + MESSAGE_OVERHEAD_TOKENS,
     reason: run.reason,
     scores,
     handle,

@@ -4,7 +4,7 @@ import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
 import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
-import { readTranscriptFile } from '../ingest/index.js';
+import { readTranscriptPrefix } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
@@ -363,11 +363,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private async rebuild(s: LiveSession): Promise<void> {
     const r = s.released;
     if (!r) return;
-    const read = await readTranscriptFile(s.file, {
-      format: s.format as TranscriptFormat,
-      endOffset: r.offset,
-      ...(this.options.maxLineBytes !== undefined ? { maxLineBytes: this.options.maxLineBytes } : {}),
-    });
+    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes);
     // Rewritten or forgotten meanwhile: that path started over on its own.
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
     const model = this.newModel(s.sessionId);
@@ -936,7 +932,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         tokensBefore: plan.tokensBefore,
         tokensAfter: plan.tokensAfter,
         survival: plan.survival,
-        edits: plan.edits.map((e) => ({ editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, handle: e.handle, scores: e.scores })),
+        // per-section scores: in the stored plan and the planner's debug lines (one line per plan
+        // at info, written synchronously: every edit's score factors made it several kB)
+        edits: plan.edits.map((e) => ({ editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, handle: e.handle })),
       },
       'compaction planned',
     );

@@ -10,7 +10,18 @@ import { join } from 'node:path';
 import type { KnowledgeItem, TemplateStore } from '../store/templates.js';
 import { writeFileAtomicSync } from '../util/atomic-write.js';
 import type { Logger } from '../util/logger.js';
-import { WARM_SNAPSHOT_FILE, WARM_SNAPSHOT_FORMAT, WARM_SNAPSHOT_VERSION, type SnapshotSearchText, type SnapshotTemplate, type Unscored, type WarmSnapshotFile } from './snapshot-format.js';
+import {
+  WARM_SNAPSHOT_FILE,
+  WARM_SNAPSHOT_FORMAT,
+  WARM_SNAPSHOT_VERSION,
+  type SnapshotDetail,
+  type SnapshotSearchText,
+  type SnapshotTemplate,
+  type SnapshotTemplateHead,
+  type Unscored,
+  type WarmSnapshotFile,
+  type WarmSnapshotHeader,
+} from './snapshot-format.js';
 import { fts5Tokens } from './snapshot-source.js';
 
 /** Most templates a snapshot holds; a larger store gets none. */
@@ -55,6 +66,23 @@ export function buildWarmSnapshot(store: TemplateStore, now: number = Date.now()
   };
 }
 
+/** The file text of a snapshot: its header line, then one detail line per template, located by byte range in the header (snapshot-format.ts). */
+export function encodeWarmSnapshot(file: WarmSnapshotFile): string {
+  const lines: string[] = [];
+  let offset = 0;
+  const templates = file.templates.map(({ items, search: { body, ...search }, ...rest }): SnapshotTemplateHead => {
+    // JSON.stringify escapes every newline inside strings: one detail per line.
+    const line = JSON.stringify({ items, body } satisfies SnapshotDetail);
+    const length = Buffer.byteLength(line, 'utf8');
+    const head = { ...rest, search, detail: [offset, length] as const };
+    lines.push(line);
+    offset += length + 1;
+    return head;
+  });
+  const header: WarmSnapshotHeader = { ...file, templates };
+  return `${[JSON.stringify(header), ...lines].join('\n')}\n`;
+}
+
 /** Size limits of a snapshot (defaults MAX_SNAPSHOT_TEMPLATES, MAX_SNAPSHOT_BYTES). */
 export interface SnapshotLimits {
   readonly maxTemplates?: number;
@@ -87,7 +115,7 @@ export function writeWarmSnapshot(store: TemplateStore, stateDir: string, now: n
     rmSync(path, { force: true });
     return { written: false, templates: count, bytes: 0, skipped: `${count} templates, over ${maxTemplates}` };
   }
-  const text = JSON.stringify(buildWarmSnapshot(store, now));
+  const text = encodeWarmSnapshot(buildWarmSnapshot(store, now));
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
     rmSync(path, { force: true });
@@ -117,5 +145,62 @@ export function refreshWarmSnapshot(store: TemplateStore, stateDir: string, logg
       log.error({ path: warmSnapshotPath(stateDir) }, 'stale warm snapshot could not be removed');
     }
     return undefined;
+  }
+}
+
+/** Default longest wait between a template change and the snapshot write that holds it. */
+export const DEFAULT_SNAPSHOT_DELAY_MS = 2000;
+
+/**
+ * The daemon's snapshot writes, coalesced: the first change after a write starts a timer of
+ * `delayMs`, and that one write holds every change made until it fires, so a burst of harvests
+ * costs one rewrite and none runs on a harvest's own path. `close()` writes what is pending
+ * (shutdown, before the store closes); `delayMs` 0 writes at each change.
+ */
+export class WarmSnapshotWriter {
+  private timer: NodeJS.Timeout | undefined;
+  private pending = 0;
+  private closed = false;
+
+  constructor(
+    private readonly store: TemplateStore,
+    private readonly stateDir: string,
+    private readonly logger: Logger,
+    private readonly delayMs: number = DEFAULT_SNAPSHOT_DELAY_MS,
+    private readonly now?: () => number,
+  ) {}
+
+  /** Templates changed: the snapshot is rewritten within `delayMs`. */
+  request(): void {
+    if (this.closed) return;
+    this.pending++;
+    if (this.delayMs === 0) {
+      this.flush();
+      return;
+    }
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+    }, this.delayMs);
+    this.timer.unref();
+  }
+
+  /** Write now when a change is pending (undefined when none was, or the write failed). */
+  flush(): SnapshotWriteResult | undefined {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.pending === 0) return undefined;
+    const changes = this.pending;
+    this.pending = 0;
+    const r = refreshWarmSnapshot(this.store, this.stateDir, this.logger, this.now?.());
+    this.logger.child({ component: 'warm' }).debug({ changes }, 'warm snapshot changes written together');
+    return r;
+  }
+
+  /** Writes what is pending; later changes are not written (the store is closing). */
+  close(): void {
+    this.flush();
+    this.closed = true;
   }
 }
