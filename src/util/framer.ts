@@ -66,7 +66,9 @@ export class LineFramer {
         this.chunks = [];
         this.pendingBytes = 0;
       } else if (piece.length > 0) {
-        this.chunks.push(piece);
+        // A partial line is copied: the caller may reuse its buffer (the tailer does), and a
+        // few bytes must not pin a large chunk until the newline comes.
+        this.chunks.push(nl === -1 ? Buffer.from(piece) : piece);
         this.pendingBytes += piece.length;
       }
       if (nl === -1) break;
@@ -92,11 +94,11 @@ export class LineFramer {
       line = { bytes: Buffer.alloc(0), offset, length: this.discardedBytes, oversized: true };
       this.lineStart += this.discardedBytes + 1;
     } else {
-      let bytes = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.pendingBytes);
+      // A copy either way (concat copies): the line must not pin, or change with, the caller's chunk.
+      let bytes = this.chunks.length === 1 ? Buffer.from(this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.pendingBytes);
       const length = bytes.length;
       if (length > 0 && bytes[length - 1] === CR) bytes = bytes.subarray(0, length - 1);
-      // Copy so the caller does not pin the (possibly large) source chunk.
-      line = { bytes: Buffer.from(bytes), offset, length, oversized: false };
+      line = { bytes, offset, length, oversized: false };
       this.lineStart += length + 1;
     }
     this.chunks = [];
