@@ -192,7 +192,12 @@ export class Daemon {
       this.watchdogTimer = setInterval(() => void this.notifier?.watchdog(), wd);
       this.watchdogTimer.unref();
     }
-    this.idleTimer = setInterval(() => this.harvestIdle(), Math.min(60_000, Math.max(1_000, Math.floor(o.idleTimeoutMs / 4))));
+    // Idle sessions are looked for a few times per idle timeout (harvest) and per idle release (memory).
+    const idleCheckMs = Math.min(o.idleTimeoutMs, o.memory.idleReleaseMs > 0 ? o.memory.idleReleaseMs : Number.POSITIVE_INFINITY);
+    this.idleTimer = setInterval(() => {
+      this.harvestIdle();
+      this.sessions?.releaseIdle();
+    }, Math.min(60_000, Math.max(1_000, Math.floor(idleCheckMs / 4))));
     this.idleTimer.unref();
     if (this.stopping) return;
     this.stateValue = 'running';
