@@ -57,19 +57,36 @@ export function cliPath(): string {
   throw new Error('bench: dist/src/cli/main.js not found; run `npm run build` first');
 }
 
+/**
+ * Node flags for the benches' daemon process, from CONTEXTD_BENCH_NODE_FLAGS (space-separated),
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the daemon under a bench's load.
+ */
+function daemonNodeFlags(): string[] {
+  return (process.env.CONTEXTD_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter((f) => f !== '');
+}
+
 /** Spawn `contextd daemon ARGS` and resolve once it logs that it is running. */
 export async function startDaemonProcess(args: readonly string[], timeoutMs = 120_000, cli: string = cliPath()): Promise<{ proc: ChildProcess; stop: () => Promise<void> }> {
-  const proc = spawn(process.execPath, [cli, 'daemon', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CONTEXTD_LOG_LEVEL: 'info' } });
+  const proc = spawn(process.execPath, [...daemonNodeFlags(), cli, 'daemon', ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CONTEXTD_LOG_LEVEL: 'info' } });
+  // Only the log's tail is kept (for the error of a daemon that fails to start), and only the
+  // new text is searched: once running, the daemon logs every plan, and scanning a growing
+  // buffer on each chunk cost the bench more CPU than the daemon spent planning.
+  const READY = '"msg":"contextd running"';
+  const TAIL = 4_000;
   let buf = '';
+  let running = false;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`daemon did not start in ${timeoutMs} ms: ${buf.slice(-2000)}`)), timeoutMs);
     proc.stderr?.on('data', (d: Buffer) => {
+      if (running) return;
+      const from = Math.max(0, buf.length - READY.length);
       buf += d.toString();
-      if (buf.includes('"msg":"contextd running"')) {
+      if (buf.includes(READY, from)) {
+        running = true;
         clearTimeout(timer);
         resolve();
       }
-      if (buf.length > 1_000_000) buf = buf.slice(-100_000);
+      if (buf.length > 2 * TAIL) buf = buf.slice(-TAIL);
     });
     proc.on('exit', (code) => {
       clearTimeout(timer);

@@ -56,6 +56,7 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
   const statusMs: number[] = [];
   let timeouts = 0;
   let loading = true;
+  let cpuMsPerAppend: { daemon: number; bench: number } | undefined;
   const prober = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 60_000 });
   try {
     await prober.connect();
@@ -77,6 +78,10 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
+    // CPU of both processes over the appends (acks and status probes included): robust to
+    // other load, unlike the latencies.
+    const daemonCpu0 = cpuSeconds(daemon.proc.pid as number);
+    const benchCpu0 = process.cpuUsage();
     for (let k = 0; k < appends; k++) {
       await Promise.all(
         clients.map(async ({ c, f, sessionId }) => {
@@ -99,6 +104,12 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
         }),
       );
     }
+    const appended = sessionsCount * appends;
+    const benchCpu = process.cpuUsage(benchCpu0);
+    cpuMsPerAppend = {
+      daemon: round(((cpuSeconds(daemon.proc.pid as number) - daemonCpu0) * 1000) / appended, 2),
+      bench: round((benchCpu.user + benchCpu.system) / 1000 / appended, 2),
+    };
     loading = false;
     await probing;
     await Promise.all(clients.map(({ c }) => c.close()));
@@ -108,7 +119,7 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), timeouts };
+  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, timeouts };
 }
 
 async function rssAt(sessionsCount: number, rounds: number): Promise<Record<string, unknown>> {

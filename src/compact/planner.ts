@@ -9,7 +9,7 @@ import { ContextdError, ErrorCode } from '../util/errors.js';
 import type { Message } from '../model/messages.js';
 import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from '../model/tokens.js';
 import type { ScoreFactors, Section } from '../model/types.js';
-import { runDetectors } from './detectors/index.js';
+import { CRUFT_DETECTORS, runDetectors } from './detectors/index.js';
 import { textOf } from './detectors/util.js';
 import { messageTerms, ReferenceIndex } from './keyterms.js';
 import { buildUnits, CONVERSATIONAL_KINDS, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
@@ -19,13 +19,15 @@ import { isStandingConstraint } from '../model/classify.js';
 import { ensureSurvival, keyFacts } from './survival.js';
 import { BoundedMemo, memoList, memoMessage } from './memo.js';
 import { fnv1a64, contentTerms } from '../text/index.js';
-import type { CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
+import type { Candidate, CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
 
 export const DEFAULT_SOFT_WATERMARK = 0.6;
 export const DEFAULT_HYSTERESIS = 0.1;
 /** At most this many selection rounds (each re-selects with more savings when summaries overshoot). */
 const MAX_ROUNDS = 4;
 const SUMMARIZE_CONCURRENCY = 4;
+/** Longer summaries bought with a plan's slack get budgets in steps of this many tokens. */
+const SLACK_BUDGET_STEP = 32;
 
 export interface PlanOptions {
   readonly mode: PlanMode;
@@ -51,17 +53,50 @@ export interface PlanOptions {
   readonly cache?: SummaryCache;
   readonly signal?: AbortSignal;
   readonly logger?: Logger;
+  /**
+   * Called between the plan's steps (scoring, each detector, the reference index, each edit's
+   * summary): a caller that returns a promise is waited for, so a daemon can yield the event
+   * loop there once a step ran past its time slice. The model may grow while the plan waits
+   * (appended lines); the plan keeps to the sections it read at the start.
+   */
+  readonly pause?: () => Promise<void> | undefined;
 }
 
-/** A bounded map of summaries by input key, so a re-plan after one appended line is cheap. */
+/**
+ * A summary with what the planner derived from it: the text after the survival check, its
+ * tokens and the facts it had to re-inject. Derived from the summary, the edit's messages,
+ * its key terms and the goal's words — all named by the key it is stored under.
+ */
+export interface BuiltSummary {
+  /** The summarizer's text. */
+  readonly raw: string;
+  /** The goal words and counter the rest was derived with (the summary key does not name them). */
+  readonly derivedFor?: string;
+  readonly content?: string;
+  readonly tokens?: number;
+  readonly checked?: number;
+  readonly missing?: readonly string[];
+}
+
+/**
+ * A bounded map of summaries by input key, so a re-plan after one appended line is cheap: an
+ * edit whose inputs did not change is neither summarized, survival-checked nor counted again.
+ */
 export class SummaryCache {
-  private readonly map = new Map<string, string>();
+  private readonly map = new Map<string, BuiltSummary>();
   constructor(private readonly maxEntries = 2_000) {}
   get(key: string): string | undefined {
-    return this.map.get(key);
+    return this.map.get(key)?.raw;
   }
   set(key: string, value: string): void {
-    if (this.map.size >= this.maxEntries) {
+    this.put(key, { raw: value });
+  }
+  /** The summary under `key` with what was derived from it. */
+  built(key: string): BuiltSummary | undefined {
+    return this.map.get(key);
+  }
+  put(key: string, value: BuiltSummary): void {
+    if (!this.map.has(key) && this.map.size >= this.maxEntries) {
       const first = this.map.keys().next();
       if (!first.done) this.map.delete(first.value);
     }
@@ -172,9 +207,18 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   };
   if (tokensBefore <= target) return empty;
 
+  const pause = options.pause;
+  await pause?.();
   const ctx = detectorContext(model);
-  const units = buildUnits(ctx.sections, runDetectors(ctx), options.mode === 'soft');
+  const candidates: Candidate[] = [];
+  for (const d of CRUFT_DETECTORS) {
+    await pause?.();
+    candidates.push(...runDetectors(ctx, [d]));
+  }
+  await pause?.();
+  const units = buildUnits(ctx.sections, candidates, options.mode === 'soft');
   if (units.length === 0) return empty;
+  await pause?.();
   const refs = ReferenceIndex.of(model, model.messages(), ctx.goal);
   try {
     return await planUnits(model, options, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log });
@@ -210,10 +254,11 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   let ratio = compactable > need ? Math.min(0.2 + 0.15 * chat, Math.max(0.03, ((compactable - need) / compactable) * (0.5 + 0.4 * chat))) : 0.03;
   let extra = 0;
   let records: EditRecord[] = [];
-  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_' };
+  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_', pause: options.pause };
   // Each round selects more (or merges harder, last) when the summaries overshot; the round
   // that meets the target — else the one saving most — wins.
   for (let round = 0; round < MAX_ROUNDS; round++) {
+    await options.pause?.();
     const runs = selectRuns(units, { needTokens: need + extra, ratio, mergeAll: options.mode !== 'soft' && round === MAX_ROUNDS - 1 });
     const built = await buildEdits(model, runs, b);
     if (round === 0 || savedBy(built) > savedBy(records)) records = built;
@@ -289,6 +334,20 @@ function textTermsOf(messages: readonly Message[]): ReadonlySet<string> {
   });
 }
 
+/**
+ * Detail fields that never reach a summary: section ids (a summary must not name one) and
+ * scores. They move with every appended line (a newer identical call, a decayed score), so
+ * the summary cache key leaves them out, or each re-plan would summarize those edits again.
+ */
+const DETAIL_NOT_SUMMARIZED: ReadonlySet<string> = new Set(['newer', 'supersededBy', 'pivot', 'score', 'similarity']);
+
+/** The part of an edit's detail a summarizer may read, as a cache key. */
+function detailKey(detail: Readonly<Record<string, unknown>>): string {
+  const shown: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(detail)) if (!DETAIL_NOT_SUMMARIZED.has(k)) shown[k] = v;
+  return JSON.stringify(shown);
+}
+
 /** An edit with what built it and what its survival check found. */
 interface EditRecord {
   readonly edit: Edit;
@@ -338,7 +397,12 @@ async function spendSlack(model: CompactableModel, records: EditRecord[], need: 
     if (slack <= 64) break;
     const room = Math.min(slack * 0.9, r.edit.tokensBefore * 0.5 - r.edit.tokensAfter);
     if (room < 32) continue;
-    const bigger = await buildEdit(model, { ...r.run, summaryTokens: Math.floor(r.run.summaryTokens + room) }, b);
+    // On a grid: the slack moves a little with every appended line, and a budget a few tokens
+    // off would miss the summary cache on every re-plan (each edit summarized again).
+    const summaryTokens = Math.floor((r.run.summaryTokens + room) / SLACK_BUDGET_STEP) * SLACK_BUDGET_STEP;
+    if (summaryTokens <= r.run.summaryTokens) continue;
+    await b.pause?.();
+    const bigger = await buildEdit(model, { ...r.run, summaryTokens }, b);
     const grow = bigger.edit.tokensAfter - r.edit.tokensAfter;
     if (grow > 0 && grow <= slack && bigger.edit.tokensAfter < bigger.edit.tokensBefore) {
       out[i] = bigger;
@@ -357,6 +421,7 @@ interface BuildContext {
   readonly cache: SummaryCache | undefined;
   readonly signal: AbortSignal | undefined;
   readonly idPrefix: string;
+  readonly pause: (() => Promise<void> | undefined) | undefined;
 }
 
 async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[], b: BuildContext): Promise<EditRecord[]> {
@@ -366,7 +431,9 @@ async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[],
     while (next < runs.length) {
       const i = next++;
       const run = runs[i];
-      if (run) results[i] = await buildEdit(model, run, b);
+      if (!run) continue;
+      await b.pause?.();
+      results[i] = await buildEdit(model, run, b);
     }
   };
   await Promise.all(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));
@@ -385,22 +452,28 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
   };
   const keyTerms = b.refs.keyTermsOf(textTermsOf(messages), range.end);
   const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens, handle };
-  const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${JSON.stringify(run.detail)}`;
-  let raw = b.cache?.get(cacheKey);
-  if (raw === undefined) {
-    raw = await b.summarizer.summarize(input, b.signal);
-    b.cache?.set(cacheKey, raw);
+  const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${detailKey(run.detail)}`;
+  const hit = b.cache?.built(cacheKey);
+  const raw = hit?.raw ?? (await b.summarizer.summarize(input, b.signal));
+  const goalWords = b.refs.goalWords();
+  const derivedFor = `${b.counter.encoding}|${goalWords.join(',')}`;
+  let check: { content: string; tokens: number; checked: number; missing: readonly string[] };
+  if (hit?.derivedFor === derivedFor && hit.content !== undefined && hit.tokens !== undefined && hit.checked !== undefined && hit.missing !== undefined) {
+    check = { content: hit.content, tokens: hit.tokens, checked: hit.checked, missing: hit.missing };
+  } else {
+    const all = keyFacts(messages, goalWords, keyTerms);
+    // In conversation, "must"/"always" mostly chat ("that must have been fun"): only standing
+    // constraints are re-injected; the span summary keeps the rest of the words.
+    // In tool work, an older user request is no anchor any more: a short one survives as said.
+    const requests = messages
+      .filter((m) => m.role === 'user' && !m.injected && !m.isSummary)
+      .map((m) => (m.text ?? '').trim().replace(/\s+/g, ' '))
+      .filter((t) => t.length >= 15 && t.length <= 240);
+    const facts = isConversational(messages) ? { ...all, constraints: all.constraints.filter(isStandingConstraint) } : { ...all, constraints: [...all.constraints, ...requests] };
+    const checked = ensureSurvival(`[contextd recall ${handle}] ${raw}`, facts);
+    check = { ...checked, tokens: countTokens(b.counter, checked.content) };
+    b.cache?.put(cacheKey, { raw, derivedFor, ...check });
   }
-  const all = keyFacts(messages, b.refs.goalWords(), keyTerms);
-  // In conversation, "must"/"always" mostly chat ("that must have been fun"): only standing
-  // constraints are re-injected; the span summary keeps the rest of the words.
-  // In tool work, an older user request is no anchor any more: a short one survives as said.
-  const requests = messages
-    .filter((m) => m.role === 'user' && !m.injected && !m.isSummary)
-    .map((m) => (m.text ?? '').trim().replace(/\s+/g, ' '))
-    .filter((t) => t.length >= 15 && t.length <= 240);
-  const facts = isConversational(messages) ? { ...all, constraints: all.constraints.filter(isStandingConstraint) } : { ...all, constraints: [...all.constraints, ...requests] };
-  const check = ensureSurvival(`[contextd recall ${handle}] ${raw}`, facts);
   const role: 'user' | 'assistant' = messages.every((m) => m.role === 'user') ? 'user' : 'assistant';
   const scores: Record<string, ScoreFactors> = {};
   for (const s of run.sections) scores[s.id] = s.factors;
@@ -410,7 +483,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     messageRange: range,
     summary: { role, content: check.content },
     tokensBefore: run.tokensBefore,
-    tokensAfter: countTokens(b.counter, check.content) + MESSAGE_OVERHEAD_TOKENS,
+    tokensAfter: check.tokens + MESSAGE_OVERHEAD_TOKENS,
     reason: run.reason,
     scores,
     handle,

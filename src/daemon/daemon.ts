@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
@@ -55,9 +56,8 @@ export class Daemon {
   private stopping: Promise<void> | undefined;
   /** Harvests under way (awaited before the database closes). */
   private readonly harvests = new Set<Promise<unknown>>();
-  /** Idle sessions waiting for their harvest: one runs at a time (each reads its transcript into memory). */
-  private readonly idleHarvestQueue: LiveSession[] = [];
-  private idleHarvesting: Promise<void> | undefined;
+  /** The round of idle harvests under way (one session at a time), if any. */
+  private idleHarvests: Promise<void> | undefined;
   /** One full garbage collection after sessions leave memory, so an idle daemon gives the heap back. */
   private readonly collector = new IdleCollector();
   /** connection id → session ids it subscribed to. */
@@ -115,7 +115,15 @@ export class Daemon {
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
     });
-    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, stateDir: o.stateDir, ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}) });
+    this.warm = new WarmService(this.db, {
+      logger: this.deps.logger,
+      tokenCounter,
+      now: this.now,
+      stateDir: o.stateDir,
+      snapshotDelayMs: o.warmSnapshotDelayMs,
+      tailedInode: (file) => this.tailer?.inodeOf(file),
+      ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}),
+    });
     this.sessions.on('plan', (s, plan) => {
       const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
       if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');
@@ -218,6 +226,9 @@ export class Daemon {
     if (this.watchdogTimer) clearInterval(this.watchdogTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.collector.cancel();
+    // Lines read but not applied are dropped and a read waiting for room goes on: closing the
+    // tailer never waits for the backlog (harvests read transcripts themselves).
+    this.sessions?.stopIngest();
     await this.tailer?.close();
     // No new requests while draining: close the socket first, then finish what is in flight.
     await this.proxy?.close();
@@ -231,6 +242,8 @@ export class Daemon {
       clearTimeout(timer);
       if (outcome === 'timeout') this.log.warn({ harvests: this.harvests.size, shutdownTimeoutMs: o.shutdownTimeoutMs }, 'shutdown: harvests still running were abandoned');
     }
+    // The warm snapshot holds every harvest before the store closes.
+    this.warm?.close();
     this.tokenCache?.close();
     if (this.db?.open) {
       try {
@@ -328,28 +341,30 @@ export class Daemon {
   }
 
   /**
-   * Queue the sessions found idle for harvest. They are harvested one after another, not all at
-   * once: each harvest reads its transcript back and decodes it, so 50 sessions going idle
-   * together held 50 decoded transcripts at the same time (measured: +90 MiB heap and external
-   * during the idle harvest of a 50-session load).
+   * Harvest the sessions found idle, one at a time with a yield to the event loop between: a
+   * harvest decodes the transcript and writes templates in synchronous steps, and 50 sessions
+   * going idle together, harvested at once, held the loop for over a second (bench load), and
+   * held 50 decoded transcripts in memory at the same time (+90 MiB heap and external).
+   * A round still under way when the timer fires again is left to finish; sessions that went
+   * idle meanwhile stay due for the next round.
    */
   private harvestIdle(): void {
     const sessions = this.sessions;
-    if (!sessions || this.stopping) return;
-    for (const s of sessions.idleSessions()) {
-      // proxied conversations are harvested when the proxy forgets them (proxiedClosed)
-      if (s.source === 'proxy') continue;
-      if (!sessions.endSession(s)) continue;
-      this.idleHarvestQueue.push(s);
-    }
-    if (this.idleHarvestQueue.length > 0) this.idleHarvesting ??= this.runIdleHarvests().finally(() => (this.idleHarvesting = undefined));
+    if (!sessions || this.stopping || this.idleHarvests) return;
+    // proxied conversations are harvested when the proxy forgets them (proxiedClosed)
+    const due = sessions.idleSessions().filter((s) => s.source !== 'proxy' && sessions.endSession(s));
+    if (due.length === 0) return;
+    this.idleHarvests = this.harvestInTurn(sessions, due).finally(() => {
+      this.idleHarvests = undefined;
+    });
   }
 
-  private async runIdleHarvests(): Promise<void> {
-    const sessions = this.sessions as SessionManager;
-    for (let s = this.idleHarvestQueue.shift(); s && !this.stopping; s = this.idleHarvestQueue.shift()) {
-      // harvest reads the transcript itself: a session released from memory stays released
+  private async harvestInTurn(sessions: SessionManager, due: readonly LiveSession[]): Promise<void> {
+    for (const s of due) {
+      await yieldToEventLoop();
+      if (this.stopping) return; // not harvested: it is read again, and found idle again, after a restart
       try {
+        // harvest reads the transcript itself: a session released from memory stays released
         const r = await this.trackHarvest(s, 'unknown');
         this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
         // Free its model unless a client still follows it: the file stays watched and is read
@@ -359,8 +374,6 @@ export class Daemon {
         this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed');
       }
     }
-    // Stopping: the rest are harvested when found idle after the next start.
-    this.idleHarvestQueue.length = 0;
   }
 
   /** Run a harvest the shutdown waits for (the database never closes under one). */

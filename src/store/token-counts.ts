@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
+import type { Statement } from 'better-sqlite3';
 
 /** One stored entry: the token counts of the texts of one message whose content hash is `hash`. */
 export interface TokenCountRow {
@@ -10,6 +11,11 @@ export interface TokenCountRow {
 
 /** Hashes per `IN (...)` query of `getMany` (well under SQLite's bound-parameter limit). */
 const MANY_CHUNK = 500;
+/**
+ * Sizes of the `IN (...)` lists `getMany` prepares: a chunk is padded to the smallest that fits,
+ * so an appended line's batch of one or two messages binds a few hashes, not MANY_CHUNK.
+ */
+const LIST_SIZES = [1, 8, 64, MANY_CHUNK] as const;
 
 function encode(counts: readonly number[]): Buffer {
   const b = Buffer.allocUnsafe(counts.length * 4);
@@ -32,10 +38,10 @@ export class TokenCounts {
   private readonly insert;
   private readonly insertMany;
 
-  private readonly selectMany;
+  /** One prepared `IN (...)` query per LIST_SIZES entry, built when first needed. */
+  private readonly selectMany = new Map<number, Statement>();
 
-  constructor(db: Db) {
-    this.selectMany = db.prepare(`SELECT hash, counts FROM token_counts WHERE encoding = ? AND hash IN (${new Array<string>(MANY_CHUNK).fill('?').join(',')})`).raw();
+  constructor(private readonly db: Db) {
     this.select = db.prepare(`SELECT counts FROM token_counts WHERE encoding = ? AND hash = ?`).pluck();
     this.insert = db.prepare(`INSERT OR IGNORE INTO token_counts (encoding, hash, counts) VALUES (?, ?, ?)`);
     this.insertMany = db.transaction((rows: readonly TokenCountRow[]) => {
@@ -62,14 +68,24 @@ export class TokenCounts {
     try {
       for (let i = 0; i < hashes.length; i += MANY_CHUNK) {
         const chunk = hashes.slice(i, i + MANY_CHUNK);
-        // A short last chunk repeats its first hash: one prepared statement for every size.
-        while (chunk.length < MANY_CHUNK) chunk.push(chunk[0] as Buffer);
-        for (const [hash, counts] of this.selectMany.all(encoding, ...chunk) as [Buffer, Buffer][]) out.set(hash.toString('latin1'), decode(counts));
+        const size = LIST_SIZES.find((n) => n >= chunk.length) ?? MANY_CHUNK;
+        // A short chunk repeats its first hash up to a prepared size.
+        while (chunk.length < size) chunk.push(chunk[0] as Buffer);
+        for (const [hash, counts] of this.selectOf(size).all(encoding, ...chunk) as [Buffer, Buffer][]) out.set(hash.toString('latin1'), decode(counts));
       }
     } catch (err) {
       throw wrapStoreError(err, 'cannot read cached token counts');
     }
     return out;
+  }
+
+  private selectOf(size: number): Statement {
+    let st = this.selectMany.get(size);
+    if (!st) {
+      st = this.db.prepare(`SELECT hash, counts FROM token_counts WHERE encoding = ? AND hash IN (${new Array<string>(size).fill('?').join(',')})`).raw();
+      this.selectMany.set(size, st);
+    }
+    return st;
   }
 
   /** Store counts in one transaction (an existing row is kept: counts are deterministic). */

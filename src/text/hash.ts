@@ -26,14 +26,20 @@ export function hash52(s: string): number {
   return (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
 }
 
-/** 64-bit FNV-1a as 16 hex digits: stable ids and handles. */
+/**
+ * 64-bit FNV-1a as 16 hex digits: stable ids and handles. Computed on two 32-bit halves
+ * (the prime is 2^40 + 0x1b3, so `h × prime` is `h × 0x1b3 + (h << 40)`): the planner hashes
+ * every edit's message ids on every plan, and BigInt arithmetic per character cost more than
+ * the rest of building an edit.
+ */
 export function fnv1a64(text: string): string {
-  let h = 0xcbf29ce484222325n;
-  const prime = 0x100000001b3n;
-  const mask = 0xffffffffffffffffn;
+  let hi = 0xcbf29ce4;
+  let lo = 0x84222325;
   for (let i = 0; i < text.length; i++) {
-    h ^= BigInt(text.charCodeAt(i));
-    h = (h * prime) & mask;
+    lo = (lo ^ text.charCodeAt(i)) >>> 0;
+    const p = lo * 0x1b3; // < 2^41: exact
+    hi = (Math.imul(hi, 0x1b3) + Math.floor(p / 0x100000000) + (lo << 8)) >>> 0;
+    lo = p >>> 0;
   }
-  return h.toString(16).padStart(16, '0');
+  return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
 }

@@ -10,6 +10,8 @@ import { SessionModel } from '../../src/model/index.js';
 import { createExtractiveSummarizer, planCompaction, SummaryCache, type Summarizer } from '../../src/compact/index.js';
 import { memoComputations } from '../../src/compact/memo.js';
 import { referenceMessagesRead } from '../../src/compact/keyterms.js';
+import { TranscriptDecoder } from '../../src/ingest/decoder.js';
+import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
 
 const counter = createTokenCounter();
 
@@ -73,5 +75,45 @@ describe('re-plan work', () => {
     }
     // the same work at 3× the size
     expect(large.work.map((w) => w.computed)).toEqual(small.work.map((w) => w.computed));
+  }, 120_000);
+});
+
+describe('re-plan summaries', () => {
+  it('a call repeated later (its older outputs now point at the newest) re-summarizes only new edits, and the plan is the one made from scratch', async () => {
+    // The bench latency session: a demo transcript past the soft watermark, then one of its
+    // tool calls (with its large result) appended again and again.
+    const decoder = new TranscriptDecoder();
+    const model = new SessionModel({ sessionId: 'replan-summaries', tokenCounter: counter, budgetTokens: 32_000 });
+    model.applyAll(decoder.push(Buffer.from(demoTranscriptJsonl({ rounds: 11 }))));
+    const extra = demoTranscript({ rounds: 3, variant: 'z' }).filter((l) => l.role === 'tool' || l.tool_calls);
+    const extractive = createExtractiveSummarizer();
+    let summaries = 0;
+    const summarizer: Summarizer = {
+      name: extractive.name,
+      summarize: (input, signal) => {
+        summaries++;
+        return extractive.summarize(input, signal);
+      },
+    };
+    const cache = new SummaryCache();
+    const plan = (c: SummaryCache) => planCompaction(model, { mode: 'soft', tokenCounter: counter, cache: c, summarizer, now: () => 1_700_000_000_000 });
+    await plan(cache);
+    const perReplan: number[] = [];
+    for (let k = 0; k < 6; k++) {
+      const pair = extra.slice((k % 3) * 2, (k % 3) * 2 + 2);
+      const lines = pair.map((l) => JSON.stringify({ ...l, tool_call_id: l.tool_call_id ? `${l.tool_call_id}_${k}` : undefined, tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_${k}` })) }));
+      model.applyAll(decoder.push(Buffer.from(lines.join('\n') + '\n')));
+      summaries = 0;
+      const replanned = await plan(cache);
+      perReplan.push(summaries);
+      summaries = 0;
+      const scratch = await plan(new SummaryCache());
+      expect(replanned.edits).toEqual(scratch.edits);
+      // from scratch every edit is summarized (some twice: a longer summary from the slack)
+      expect(summaries).toBeGreaterThanOrEqual(scratch.edits.length);
+      expect(scratch.edits.length).toBeGreaterThanOrEqual(6);
+    }
+    // the appended call's own edit and the few whose grouping changed, not every edit again
+    for (const n of perReplan) expect(n).toBeLessThanOrEqual(4);
   }, 120_000);
 });

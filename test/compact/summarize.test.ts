@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createExtractiveSummarizer, createOpenAISummarizer, createSummarizer, extractiveSummary } from '../../src/compact/summarize/index.js';
 import type { SummarizeInput } from '../../src/compact/types.js';
 import { Script, fileBody, jsTrace } from './helpers.js';
+import { memoComputations } from '../../src/compact/memo.js';
 
 function inputOf(script: Script, extra: Partial<SummarizeInput> = {}): SummarizeInput {
   const model = script.model();
@@ -48,6 +49,22 @@ describe('extractive summarizer', () => {
     const a = extractiveSummary(inputOf(session()));
     const b = extractiveSummary(inputOf(session()));
     expect(a).toBe(b);
+  });
+
+  it('a re-summary with other key terms and budget (facts read from the memo) says what a summary of fresh messages says', () => {
+    const cfg = Array.from({ length: 120 }, (_, i) => `setting_${i}_value: ${1000 + i}`);
+    cfg.splice(77, 0, 'pool_max_idle_ms: 45000');
+    const script = session().tool('Read', { file_path: 'config/app.yaml' }, cfg.join('\n'));
+    const input = inputOf(script, { maxTokens: 120 });
+    extractiveSummary(input);
+    const before = memoComputations();
+    const again = extractiveSummary({ ...input, maxTokens: 220, keyTerms: ['pool_max_idle_ms', 'release'] });
+    expect(memoComputations() - before).toBe(0);
+    // The same words from new message objects (nothing memoized on them), and the key term's
+    // fact from the tail of the dump is kept only because it is mentioned.
+    const fresh = extractiveSummary({ ...inputOf(script), maxTokens: 220, keyTerms: ['pool_max_idle_ms', 'release'] });
+    expect(again).toBe(fresh);
+    expect(again).toContain('pool_max_idle_ms: 45000');
   });
 
   it('writes a pointer for a redundant output', () => {

@@ -39,6 +39,21 @@ describe('fact extraction', () => {
     expect(fnv1a64('abc')).not.toBe(fnv1a64('abd'));
     expect(fnv1a64('')).toBe('cbf29ce484222325');
   });
+
+  it('fnv1a64 is 64-bit FNV-1a over UTF-16 code units: the published vectors, and the BigInt definition on mixed text', () => {
+    expect(fnv1a64('a')).toBe('af63dc4c8601ec8c');
+    expect(fnv1a64('foobar')).toBe('85944171f73967e8');
+    const byDefinition = (text: string): string => {
+      let h = 0xcbf29ce484222325n;
+      for (let i = 0; i < text.length; i++) h = ((h ^ BigInt(text.charCodeAt(i))) * 0x100000001b3n) & 0xffffffffffffffffn;
+      return h.toString(16).padStart(16, '0');
+    };
+    let text = '';
+    for (let i = 0; i < 400; i++) {
+      text += String.fromCharCode((i * 7919) % 0xffff) + (i % 3 === 0 ? 'édit ✓ 𝄞' : 'h_');
+      expect(fnv1a64(text)).toBe(byDefinition(text));
+    }
+  });
 });
 
 describe('toolAction', () => {

@@ -24,6 +24,7 @@ import {
 import { describeCall, describeEdits, describeOutcome, editGists, resultText, toolOutcome } from '../outcome.js';
 import { toolAction } from '../../model/toolargs.js';
 import { imageNote, isConversational, spanSummary } from './span.js';
+import { memoMessage } from '../memo.js';
 
 export { imageNote } from './span.js';
 import type { Summarizer, SummarizeInput } from '../types.js';
@@ -55,21 +56,58 @@ interface Fact {
   readonly pos: number;
 }
 
+/** The words of a fact a key term is matched against (what `collectFacts` calls "mentioned"). */
+function termCandidates(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.toLowerCase().matchAll(/[a-z_$][\w$.-]{3,60}/g)) out.push(m[0].replace(/[.-]+$/, ''));
+  return out;
+}
+
+/**
+ * A fact of one message before the key terms of an input are known: its text is final and
+ * its candidate words are found once, so the facts of a message are derived once however many
+ * plans summarize it (a re-plan changes key terms and budgets, not messages).
+ */
+interface RawFact {
+  readonly group: Group;
+  readonly text: string;
+  readonly priority: number;
+  readonly words: readonly string[];
+  /** When set, the fact is kept only if a key term is among these words (of the untrimmed text). */
+  readonly gate?: readonly string[];
+}
+
+type Add = (g: Group, t: string, p: number, gate?: string) => void;
+
+/** Raw facts in the order `messageFacts` adds them (empty texts dropped, as `collectFacts` drops them). */
+function rawFactsOf(m: Message, isLastAssistant: boolean, call: ToolCall | undefined): readonly RawFact[] {
+  const compute = (): RawFact[] => {
+    const out: RawFact[] = [];
+    messageFacts(m, (group, text, priority, gate) => {
+      // never point at text the reader no longer has ("see above")
+      const t = stripDanglingRefs(text.trim());
+      if (t.length > 0) out.push({ group, text: t, priority, words: termCandidates(t), ...(gate !== undefined ? { gate: termCandidates(gate) } : {}) });
+    }, isLastAssistant, call);
+    return out;
+  };
+  const memo = memoMessage(m, `extractive-facts:${isLastAssistant ? 1 : 0}:${call?.id ?? ''}`, () => ({ call, facts: compute() }));
+  // a call of the same id but another object (never within one session): derived afresh
+  return memo.call === call ? memo.facts : compute();
+}
+
 /** Collect candidate facts of one summarize input. */
 export function collectFacts(input: SummarizeInput): Fact[] {
   const facts: Fact[] = [];
   const terms = new Set((input.keyTerms ?? []).map((t) => t.toLowerCase()));
-  const mentioned = (t: string): boolean => {
-    if (terms.size === 0) return false;
-    for (const m of t.toLowerCase().matchAll(/[a-z_$][\w$.-]{3,60}/g)) if (terms.has(m[0].replace(/[.-]+$/, ''))) return true;
-    return false;
-  };
+  const mentioned = (words: readonly string[]): boolean => terms.size > 0 && words.some((w) => terms.has(w));
   let pos = 0;
+  const push = (f: RawFact): void => {
+    if (f.gate && !mentioned(f.gate)) return;
+    facts.push({ group: f.group, text: f.text, priority: f.priority + (mentioned(f.words) ? 40 : 0), pos: pos++ });
+  };
   const add = (group: Group, text: string, priority: number): void => {
-    // never point at text the reader no longer has ("see above")
     const t = stripDanglingRefs(text.trim());
-    if (t.length === 0) return;
-    facts.push({ group, text: t, priority: priority + (mentioned(t) ? 40 : 0), pos: pos++ });
+    if (t.length > 0) push({ group, text: t, priority, words: termCandidates(t) });
   };
   const d = input.detail ?? {};
   if (input.reason === 'redundant-tool-output') {
@@ -83,11 +121,12 @@ export function collectFacts(input: SummarizeInput): Fact[] {
   const calls = new Map<string, ToolCall>();
   for (const m of input.messages) for (const c of m.toolCalls ?? []) calls.set(c.id, c);
   const lastAssistant = [...input.messages].reverse().find((m) => m.role === 'assistant' && m.text.trim().length > 0);
-  for (const m of input.messages) messageFacts(m, add, m === lastAssistant, mentioned, calls);
+  for (const m of input.messages) {
+    const call = m.role === 'tool' && m.toolCallId !== undefined ? calls.get(m.toolCallId) : undefined;
+    for (const f of rawFactsOf(m, m === lastAssistant, call)) push(f);
+  }
   return facts;
 }
-
-type Add = (g: Group, t: string, p: number) => void;
 
 /** Facts of a tool result: how it ended; error details only when it failed. */
 function toolResultFacts(m: Message, add: Add, call: ToolCall | undefined): void {
@@ -109,7 +148,11 @@ function toolResultFacts(m: Message, add: Add, call: ToolCall | undefined): void
   if (o.frame) add('errors', o.frame, 62);
 }
 
-function messageFacts(m: Message, add: Add, isLastAssistant: boolean, mentioned: (t: string) => boolean, calls: ReadonlyMap<string, ToolCall>): void {
+/**
+ * The facts of one message, in order. A fact only worth keeping when a key term names it
+ * (the tail of a long dump) passes the text to match as `gate`.
+ */
+function messageFacts(m: Message, add: Add, isLastAssistant: boolean, call: ToolCall | undefined): void {
   const text = m.text ?? '';
   if (m.role === 'user' || m.role === 'system') {
     for (const c of extractConstraints(text)) add('user', clip(c, 240), 90);
@@ -128,7 +171,7 @@ function messageFacts(m: Message, add: Add, isLastAssistant: boolean, mentioned:
     }
   }
   if (m.role === 'tool') {
-    toolResultFacts(m, add, m.toolCallId !== undefined ? calls.get(m.toolCallId) : undefined);
+    toolResultFacts(m, add, call);
     if (toolOutcome(m).failed) {
       const body = resultText(m);
       if (countFrames(body) >= 3) {
@@ -151,8 +194,8 @@ function messageFacts(m: Message, add: Add, isLastAssistant: boolean, mentioned:
   }
   const body = m.role === 'tool' ? resultText(m) : `${m.reasoning ?? ''}\n${text}`;
   // the first few of a long dump, plus any a later turn or the goal mentions
-  extractConfigValues(body).forEach((v, i) => (i < 60 || mentioned(v.text)) && add('values', clip(v.text, 140), m.role === 'tool' ? 30 : 55));
-  extractPaths(body).forEach((p, i) => (i < 40 || mentioned(p)) && add('paths', p, m.role === 'tool' ? 15 : 42));
+  extractConfigValues(body).forEach((v, i) => add('values', clip(v.text, 140), m.role === 'tool' ? 30 : 55, i < 60 ? undefined : v.text));
+  extractPaths(body).forEach((p, i) => add('paths', p, m.role === 'tool' ? 15 : 42, i < 40 ? undefined : p));
   for (const u of extractUrls(body).slice(0, 10)) add('refs', u, 38);
   if (m.role !== 'tool') for (const id of extractIdentifiers(text).slice(0, 20)) add('refs', id, 10);
   if (m.role === 'assistant') {
