@@ -28,7 +28,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { RateLimitedLog } from '../util/log-limit.js';
 import { TranscriptDecoder, type LineError } from './decoder.js';
-import { ReadBufferPool } from './read-buffers.js';
+import { ReadBuffers } from './read-buffers.js';
 import { RootPresence } from './root-presence.js';
 import { pathSessionId, sessionIdFor } from './session-id.js';
 import type { TailerEvents, TailerFileStats, TailerResetReason, TailerState } from './tailer-events.js';
@@ -101,7 +101,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private rootsResolved = 0;
   private readonly warnings: RateLimitedLog;
   /** The buffers every read borrows (a few, reused: never one per read). */
-  readonly readBuffers: ReadBufferPool;
+  readonly readBuffers: ReadBuffers;
   private readonly rescans = new Set<NodeJS.Timeout>();
   /** Folders whose rescans are pending: a folder reported twice (a root that appears is also chokidar's addDir) is listed once per delay. */
   private readonly rescanning = new Set<string>();
@@ -111,7 +111,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
   constructor(options: TailerOptions) {
     super();
     this.options = resolveTailerOptions(options);
-    this.readBuffers = new ReadBufferPool({ bytes: FINGERPRINT_BYTES + this.options.readChunkBytes });
+    this.readBuffers = new ReadBuffers(FINGERPRINT_BYTES + MIN_READ_BYTES, FINGERPRINT_BYTES + this.options.readChunkBytes);
     this.warnings = new RateLimitedLog(this.options.logger, { intervalMs: this.options.warnIntervalMs, now: this.options.now });
   }
 
@@ -587,7 +587,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
       // The first read starts FINGERPRINT_BYTES early: the bytes before the offset must still be ours.
       const lead = first ? Math.min(st.tailLength, st.readPos) : 0;
       const want = Math.min(this.options.readChunkBytes, Math.max(MIN_READ_BYTES, size - st.readPos));
-      const buf = await this.readBuffers.take();
+      const borrowed = this.readBuffers.take(lead + want);
+      const buf = await borrowed.buf;
       let n: number;
       try {
         const { bytesRead } = await fh.read(buf, 0, lead + want, st.readPos - lead);
@@ -608,7 +609,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
         // Decoded before the buffer goes back: the decoder copies every byte it keeps.
         this.deliver(st, chunk);
       } finally {
-        this.readBuffers.give(buf);
+        borrowed.pool.give(buf);
       }
       if (n < want) break; // at EOF as of this read; the re-check catches what comes next
     }
