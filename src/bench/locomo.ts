@@ -21,7 +21,8 @@ import type { TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { Archive, MIGRATIONS, migrate, openDb } from '../store/index.js';
-import { compactWithStrategy, planCompaction, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
+import { archiveEntries, compactWithStrategy, planCompaction, redactEntries, STRATEGIES, type OpenAIChatMessage, type StrategyName } from '../compact/index.js';
+import { redactMessages } from '../harvest/redact.js';
 import { cellKey, cellRows, countProbe, countRun, emptyCell, ratio, type Cell } from './tally.js';
 
 /** The README's stop words: answer words that do not count. */
@@ -125,21 +126,10 @@ export interface LocomoOptions {
   readonly archiveDir?: string;
 }
 
-/** Archive the originals of contextd's plan for `model` at `target` tokens, as the daemon does. */
+/** Archive the originals of contextd's plan for `model` at `target` tokens, as the daemon does (secrets redacted). */
 async function archivePlan(archive: Archive, model: SessionModel, sessionId: string, target: number, counter: TokenCounter): Promise<void> {
   const plan = await planCompaction(model, { mode: 'manual', targetTokens: target, tokenCounter: counter });
-  archive.putMany(
-    plan.edits.map((e) => ({
-      handle: e.handle,
-      sessionId,
-      editId: e.editId,
-      reason: e.reason,
-      sectionIds: e.replaces,
-      messages: e.replaces.flatMap((id) => model.messagesOf(id).map((m) => ({ id: m.id, role: m.role, text: m.text }))),
-      tokens: e.tokensBefore,
-      createdAt: plan.createdAt,
-    })),
-  );
+  archive.putMany(await redactEntries(archiveEntries(model, plan.edits, { sessionId, planId: plan.planId, createdAt: plan.createdAt }), redactMessages));
 }
 
 interface Tally extends Cell {

@@ -7,9 +7,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { archiveEntries, compactWithStrategy, STRATEGIES, type CompactResult, type StrategyName } from '../compact/index.js';
+import { archiveEntries, compactWithStrategy, redactEntries, STRATEGIES, type CompactResult, type StrategyName } from '../compact/index.js';
 import { readTranscriptFile } from '../ingest/decoder.js';
 import { sessionIdForFile } from '../ingest/session-id.js';
+import { redactMessages } from '../harvest/redact.js';
 import { Archive } from '../store/index.js';
 import { openStateForCli } from './state.js';
 import { SessionModel } from '../model/index.js';
@@ -27,10 +28,11 @@ interface CompactFlags {
 
 /**
  * Archive the originals of every edit whose summary quotes a recall handle, so `contextd
- * recall h_…` (same `--state`) returns them. Returns how many were archived.
+ * recall h_…` (same `--state`) returns them, secrets redacted (`archive.redactSecrets` at its
+ * default: the CLI reads no config file). Returns how many were archived.
  */
-function archiveOriginals(model: SessionModel, result: CompactResult, stateDir: string | undefined): number {
-  const entries = archiveEntries(model, result.edits, { sessionId: model.sessionId, createdAt: Date.now() });
+async function archiveOriginals(model: SessionModel, result: CompactResult, stateDir: string | undefined): Promise<number> {
+  const entries = await redactEntries(archiveEntries(model, result.edits, { sessionId: model.sessionId, createdAt: Date.now() }), redactMessages);
   if (entries.length === 0) return 0;
   const db = openStateForCli(stateDir, { create: true });
   try {
@@ -91,7 +93,7 @@ export function registerCompact(program: Command): void {
       model.applyAll(transcript.events);
       const result = await compactWithStrategy(model, { strategy, budgetTokens: flags.budget, reserveRatio: flags.reserve });
       // every handle a summary quotes must resolve: archive before anything is printed or written
-      const archived = archiveOriginals(model, result, flags.state);
+      const archived = await archiveOriginals(model, result, flags.state);
       if (flags.out) writeFileSync(flags.out, result.messages.map((m) => JSON.stringify(m)).join('\n') + (result.messages.length ? '\n' : ''));
       if (flags.json) printJson({ file, format: transcript.format, ...result, archived });
       else printHuman(file, result, archived, flags.state);

@@ -1,11 +1,13 @@
 /**
  * `contextd fork FILE --budget N [--state DIR] [--json]`: a compacted copy of a Claude Code
  * session or Codex rollout beside the original, resumable with `claude --resume ID` /
- * `codex resume ID`; the replaced originals are archived in the state dir.
+ * `codex resume ID`; the replaced originals are archived in the state dir, secrets redacted
+ * (the CLI reads no config file: `archive.redactSecrets` is at its default, on).
  */
 import type { Command } from 'commander';
+import { redactEntries } from '../compact/archive-entries.js';
+import { redactMessages } from '../harvest/redact.js';
 import { forkSession } from '../integrations/fork/index.js';
-import { createTokenCounter } from '../model/tokens.js';
 import { Archive } from '../store/archive.js';
 import { openStateForCli } from './state.js';
 import { parsePositiveInt, printJson, printLine } from './output.js';
@@ -28,13 +30,8 @@ export function registerFork(program: Command): void {
     .action(async (file: string, flags: ForkFlags) => {
       const db = openStateForCli(flags.state, { create: true });
       try {
-        const counter = createTokenCounter();
         const archive = new Archive(db);
-        const r = await forkSession(file, flags.budget, (entries) =>
-          archive.putMany(
-            entries.map((e) => ({ ...e, sectionIds: [], tokens: e.messages.reduce((s, m) => s + counter.count(m.text), 0), createdAt: Date.now() })),
-          ),
-        );
+        const r = await forkSession(file, flags.budget, async (entries) => archive.putMany(await redactEntries(entries, redactMessages)));
         if (flags.json) printJson(r);
         else {
           printLine(`forked ${file}`);

@@ -194,22 +194,19 @@ async function snapshotSource(stateDir: string, notes: Record<string, unknown>[]
   }
 }
 
+/** Archives an agent compaction's originals, secrets redacted (`archive.redactSecrets` at its default). */
 async function archiveOriginals(stateDir: string, entry: ArchiveEntry): Promise<void> {
-  const [{ openDb }, { Archive }, { createTokenCounter }] = await Promise.all([import('../store/db.js'), import('../store/archive.js'), import('../model/tokens.js')]);
-  const counter = createTokenCounter();
+  const [{ openDb }, { Archive }, { createTokenCounter }, { looseEntry, redactEntries }, { redactMessages }] = await Promise.all([
+    import('../store/db.js'),
+    import('../store/archive.js'),
+    import('../model/tokens.js'),
+    import('../compact/archive-entries.js'),
+    import('../harvest/redact.js'),
+  ]);
+  const records = await redactEntries([looseEntry(entry, createTokenCounter(), Date.now())], redactMessages);
   const db = openDb(stateDbPath(stateDir));
   try {
-    new Archive(db).putMany([
-      {
-        handle: entry.handle,
-        sessionId: entry.sessionId,
-        reason: entry.reason,
-        sectionIds: [],
-        messages: entry.messages,
-        tokens: entry.messages.reduce((s, m) => s + counter.count(m.text), 0),
-        createdAt: Date.now(),
-      },
-    ]);
+    new Archive(db).putMany(records);
   } finally {
     db.close();
   }

@@ -1,10 +1,13 @@
 /**
  * The archive records of compaction edits: each edit's originals under the handle its summary
  * quotes, so every quoted handle resolves. The one place they are built, whoever archives
- * them (the daemon's plans, the proxy's plans, `contextd compact`, the retention bench). Data
- * only: the caller writes them to the store.
+ * them (the daemon's plans, the proxy's plans, `contextd compact`, `contextd fork`, the
+ * hooks' record of an agent's own compaction, the benches), and the one place their secrets
+ * are redacted (`redactEntries`, with the filter `archive.redactSecrets` selects). Data only:
+ * the caller writes them to the store.
  */
 import type { Message } from '../model/messages.js';
+import type { TokenCounter } from '../model/tokens.js';
 import type { CompactableModel } from './types.js';
 
 /** How many findings of one redaction rule were replaced (the store's `RedactionCount`). */
@@ -21,7 +24,8 @@ export interface ArchiveEntry {
   readonly handle: string;
   readonly sessionId: string;
   readonly planId?: string | undefined;
-  readonly editId: string;
+  /** The plan edit that replaced the originals; none for an agent's own compaction. */
+  readonly editId?: string | undefined;
   readonly reason: string;
   readonly sectionIds: readonly string[];
   readonly messages: readonly Message[];
@@ -63,4 +67,17 @@ export async function redactEntries(entries: readonly ArchiveEntry[], filter: Or
       return { ...e, messages: f.messages, redactions: f.findings };
     }),
   );
+}
+
+/** Originals no plan edit of ours replaced (an agent's own compaction, seen by a hook). */
+export interface LooseOriginals {
+  readonly handle: string;
+  readonly sessionId: string;
+  readonly reason: string;
+  readonly messages: readonly Message[];
+}
+
+/** The archive record of `o`: no sections or edit; its tokens counted with `counter`. */
+export function looseEntry(o: LooseOriginals, counter: Pick<TokenCounter, 'count'>, createdAt: number): ArchiveEntry {
+  return { handle: o.handle, sessionId: o.sessionId, reason: o.reason, sectionIds: [], messages: o.messages, tokens: o.messages.reduce((n, m) => n + counter.count(m.text), 0), createdAt };
 }

@@ -7,7 +7,7 @@ export { planCompaction, applyPlan, handleFor, targetTokensFor, toCountedTokens,
 export type { PlanOptions } from './planner.js';
 export { compactWithStrategy, renderSections, MASK_PLACEHOLDER, MIDDLE_HEAD_MESSAGES, MIDDLE_SUMMARY_RATIO } from './strategies.js';
 export type { StrategyOptions } from './strategies.js';
-export { archiveEntries, redactEntries, type ArchiveEntry, type ArchivableEdit, type OriginalsFilter, type RedactionTally } from './archive-entries.js';
+export { archiveEntries, looseEntry, redactEntries, type ArchiveEntry, type ArchivableEdit, type LooseOriginals, type OriginalsFilter, type RedactionTally } from './archive-entries.js';
 export { CRUFT_DETECTORS, runDetectors, lowScore, redundantToolOutput, staleRead, supersededReasoning, verboseErrorTrace } from './detectors/index.js';
 export { createExtractiveSummarizer, createOpenAISummarizer, createSummarizer, extractiveSummary } from './summarize/index.js';
 export type { OpenAISummarizer, OpenAISummarizerConfig, SummarizerSpec, SummarizerStats } from './summarize/index.js';

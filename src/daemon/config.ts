@@ -6,6 +6,7 @@ import { TRANSCRIPT_FORMATS } from '../ingest/types.js';
 import { defaultSocketPath, defaultStateDir, defaultWatchDirs } from './paths.js';
 import { MEMORY_DEFAULTS, type MemoryBudget } from './lifecycle.js';
 import { proxyConfigSchema, resolveProxyOptions, type ProxyOptions } from '../proxy/index.js';
+import { DEFAULT_SNAPSHOT_DELAY_MS } from '../warm/snapshot.js';
 
 const summarizerSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('extractive') }).strict(),
@@ -47,6 +48,8 @@ export const configFileSchema = z
     clientIdleTimeoutMs: z.number().int().min(0).optional(),
     partialLineTimeoutMs: z.number().int().min(0).optional(),
     shutdownTimeoutMs: z.number().int().positive().optional(),
+    /** Longest wait between a template change and the warm snapshot write holding it (0 = at once). */
+    warmSnapshotDelayMs: z.number().int().min(0).optional(),
     archive: z
       .object({
         /** Replace secrets in archived originals by `[REDACTED:<rule>]` (default true). */
@@ -103,6 +106,8 @@ export interface DaemonOptions {
   readonly partialLineTimeoutMs: number;
   /** On SIGTERM, how long replies and harvests in flight may take before the store closes (default 10 s). */
   readonly shutdownTimeoutMs: number;
+  /** Longest wait between a template change and the warm snapshot write holding it (default 2 s; 0 = at once). */
+  readonly warmSnapshotDelayMs: number;
 }
 
 export const DEFAULTS = Object.freeze({
@@ -197,5 +202,6 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
     clientIdleTimeoutMs: c.clientIdleTimeoutMs ?? DEFAULTS.clientIdleTimeoutMs,
     partialLineTimeoutMs: c.partialLineTimeoutMs ?? DEFAULTS.partialLineTimeoutMs,
     shutdownTimeoutMs: c.shutdownTimeoutMs ?? DEFAULTS.shutdownTimeoutMs,
+    warmSnapshotDelayMs: c.warmSnapshotDelayMs ?? DEFAULT_SNAPSHOT_DELAY_MS,
   });
 }

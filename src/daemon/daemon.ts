@@ -112,7 +112,15 @@ export class Daemon {
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
     });
-    this.warm = new WarmService(this.db, { logger: this.deps.logger, tokenCounter, now: this.now, stateDir: o.stateDir, ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}) });
+    this.warm = new WarmService(this.db, {
+      logger: this.deps.logger,
+      tokenCounter,
+      now: this.now,
+      stateDir: o.stateDir,
+      snapshotDelayMs: o.warmSnapshotDelayMs,
+      tailedInode: (file) => this.tailer?.inodeOf(file),
+      ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}),
+    });
     this.sessions.on('plan', (s, plan) => {
       const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
       if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');
@@ -223,6 +231,8 @@ export class Daemon {
       clearTimeout(timer);
       if (outcome === 'timeout') this.log.warn({ harvests: this.harvests.size, shutdownTimeoutMs: o.shutdownTimeoutMs }, 'shutdown: harvests still running were abandoned');
     }
+    // The warm snapshot holds every harvest before the store closes.
+    this.warm?.close();
     this.tokenCache?.close();
     if (this.db?.open) {
       try {

@@ -5,7 +5,7 @@ import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
 import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
-import { readTranscriptFile } from '../ingest/index.js';
+import { readTranscriptPrefix } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
@@ -334,11 +334,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private async rebuild(s: LiveSession): Promise<void> {
     const r = s.released;
     if (!r) return;
-    const read = await readTranscriptFile(s.file, {
-      format: s.format as TranscriptFormat,
-      endOffset: r.offset,
-      ...(this.options.maxLineBytes !== undefined ? { maxLineBytes: this.options.maxLineBytes } : {}),
-    });
+    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes);
     // Rewritten or forgotten meanwhile: that path started over on its own.
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
     const model = this.newModel(s.sessionId);

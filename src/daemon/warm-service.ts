@@ -2,7 +2,7 @@ import { harvestSession, loadTranscriptPrefix, type LoadedSession } from '../har
 import type { TranscriptFormat } from '../ingest/types.js';
 import { redactSync } from '../harvest/redact.js';
 import { bootstrap, DEFAULT_BOOTSTRAP_BUDGET, recordOutcome, type BootstrapResult } from '../warm/index.js';
-import { refreshWarmSnapshot } from '../warm/snapshot.js';
+import { refreshWarmSnapshot, WarmSnapshotWriter } from '../warm/snapshot.js';
 import { TemplateStore } from '../store/templates.js';
 import type { Db } from '../store/index.js';
 import type { TokenCounter } from '../model/tokens.js';
@@ -17,6 +17,10 @@ export interface WarmServiceDeps {
   readonly stateDir?: string;
   /** Longest transcript line parsed when a session is read back for harvest (default 8 MiB, as the tailer). */
   readonly maxLineBytes?: number;
+  /** Longest wait between a template change and the snapshot write holding it (default 2 s; 0 = at once). */
+  readonly snapshotDelayMs?: number;
+  /** The inode the tailer read a transcript from, so a harvest never reads a file that replaced it. */
+  readonly tailedInode?: (file: string) => number | undefined;
 }
 
 /**
@@ -29,17 +33,22 @@ export class WarmService {
   private readonly log: Logger;
   /** connection id → templates it was given by warm.bootstrap. */
   private readonly bootstrapped = new Map<string, Set<string>>();
+  /** Coalesced snapshot rewrites; none without a state folder. */
+  private readonly snapshot: WarmSnapshotWriter | undefined;
 
   constructor(db: Db, private readonly deps: WarmServiceDeps) {
     this.store = new TemplateStore(db);
     this.log = deps.logger.child({ component: 'warm' });
-    // A store from before snapshots (or changed by a command while the daemon was down) gets one now.
-    this.refreshSnapshot();
+    if (deps.stateDir !== undefined) {
+      // A store from before snapshots (or changed by a command while the daemon was down) gets one now.
+      refreshWarmSnapshot(this.store, deps.stateDir, deps.logger, deps.now?.());
+      this.snapshot = new WarmSnapshotWriter(this.store, deps.stateDir, deps.logger, deps.snapshotDelayMs, deps.now);
+    }
   }
 
-  /** Rewrite the warm snapshot from the store (a no-op without a state folder). */
-  refreshSnapshot(): void {
-    if (this.deps.stateDir !== undefined) refreshWarmSnapshot(this.store, this.deps.stateDir, this.deps.logger, this.deps.now?.());
+  /** Writes a pending snapshot change now; later changes are not written. Call before the store closes. */
+  close(): void {
+    this.snapshot?.close();
   }
 
   async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
@@ -51,7 +60,7 @@ export class WarmService {
     );
     const used = new Set([...s.bootstrappedTemplates, ...(connectionId ? (this.bootstrapped.get(connectionId) ?? []) : [])]);
     const fedBack = used.size > 0 && outcome !== 'unknown' ? recordOutcome([...used], outcome, { store: this.store }) : 0;
-    if (result.templateId || fedBack > 0) this.refreshSnapshot();
+    if (result.templateId || fedBack > 0) this.snapshot?.request();
     this.log.info({ sessionId: s.sessionId, outcome, templateId: result.templateId ?? null, value: result.value, skipped: result.skipped ?? null, feedback: used.size }, 'session harvested');
     return { harvested: result.templateId ? 1 : 0 };
   }
@@ -76,7 +85,8 @@ export class WarmService {
    */
   private source(s: LiveSession): Promise<LoadedSession> {
     if (!s.harvestsFromTranscript) return Promise.resolve(s.history.snapshot(s.sessionId));
-    return loadTranscriptPrefix(s.file, s.sessionId, s.format as TranscriptFormat, s.harvestEndOffset(), this.deps.maxLineBytes);
+    // A file replaced after the tailer's last read, before its reset: FILE_REPLACED, not the new file's lines.
+    return loadTranscriptPrefix(s.file, s.sessionId, s.format as TranscriptFormat, s.harvestEndOffset(), this.deps.maxLineBytes, this.deps.tailedInode?.(s.file));
   }
 
   /** Templates a connection was given by warm.bootstrap. */

@@ -7,7 +7,8 @@
  * JSON objects are counted as malformed and skipped; lines over `maxLineBytes` are counted
  * as oversized and skipped (the framer stays in sync).
  */
-import { createReadStream } from 'node:fs';
+import { createReadStream, type ReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { LineFramer } from '../util/framer.js';
 import { ContextdError, ErrorCode, fileError } from '../util/errors.js';
 import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js';
@@ -175,6 +176,11 @@ export interface ReadTranscriptOptions {
   readonly chunkBytes?: number;
   /** Read only the bytes before this offset (a line boundary the tailer committed). */
   readonly endOffset?: number;
+  /**
+   * The inode of the file that was read to `endOffset`: when the file under `path` is another
+   * one now (replaced or rotated), FILE_REPLACED is thrown instead of reading it.
+   */
+  readonly expectInode?: number | undefined;
 }
 
 /**
@@ -183,15 +189,13 @@ export interface ReadTranscriptOptions {
  * FORMAT_UNKNOWN when lines parsed but no format could be recognized.
  */
 export async function readTranscriptFile(path: string, options: ReadTranscriptOptions = {}): Promise<TranscriptFile> {
-  const decoder = new TranscriptDecoder({
-    ...(options.format !== undefined ? { format: options.format } : {}),
-    ...(options.maxLineBytes !== undefined ? { maxLineBytes: options.maxLineBytes } : {}),
-  });
+  const decoder = new TranscriptDecoder({ format: options.format, maxLineBytes: options.maxLineBytes });
   const events: TranscriptEvent[] = [];
   let bytes = 0;
   let lastByte = -1;
   if (options.endOffset === 0) throw new ContextdError(ErrorCode.NOTHING_READ, `no transcript line could be parsed in ${path}`, { path, bytes: 0 });
-  const stream = createReadStream(path, { highWaterMark: options.chunkBytes ?? 1024 * 1024, ...(options.endOffset !== undefined ? { end: options.endOffset - 1 } : {}) });
+  const streamOptions = { highWaterMark: options.chunkBytes ?? 1024 * 1024, ...(options.endOffset !== undefined ? { end: options.endOffset - 1 } : {}) };
+  const stream = options.expectInode === undefined ? createReadStream(path, streamOptions) : await openSameFile(path, options.expectInode, streamOptions);
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       bytes += chunk.length;
@@ -211,4 +215,36 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
     throw new ContextdError(ErrorCode.FORMAT_UNKNOWN, `transcript format not recognized in ${path}`, { path, bytes, ...c });
   }
   return { format: decoder.format, events, counts: { ...c }, bytes };
+}
+
+/** A stream of `path` when it is still the file of inode `ino` (checked on the open descriptor it reads). */
+async function openSameFile(path: string, ino: number, options: { highWaterMark: number; end?: number }): Promise<ReadStream> {
+  let fh;
+  try {
+    fh = await open(path, 'r');
+  } catch (err) {
+    throw fileError(path, err);
+  }
+  let now: number;
+  try {
+    now = (await fh.stat()).ino;
+  } catch (err) {
+    await fh.close();
+    throw fileError(path, err);
+  }
+  if (now !== ino) {
+    await fh.close();
+    throw new ContextdError(ErrorCode.FILE_REPLACED, `${path} was replaced since it was read (another file under its name)`, { path, inode: now, expected: ino });
+  }
+  return fh.createReadStream(options);
+}
+
+/**
+ * The part of a tailed transcript the tailer applied: the lines before `endOffset` (a line
+ * boundary it committed), decoded as the tailer's `format` with its line limit (`maxLineBytes`,
+ * default when undefined). What a released session is rebuilt from and a live session harvested from.
+ * `expectInode`: the inode the tailer read (FILE_REPLACED when the path names another file now).
+ */
+export function readTranscriptPrefix(path: string, format: TranscriptFormat, endOffset: number, maxLineBytes: number | undefined, expectInode?: number): Promise<TranscriptFile> {
+  return readTranscriptFile(path, { format, endOffset, maxLineBytes, expectInode });
 }

@@ -11,6 +11,7 @@ export { sessionIdFor, sessionIdForFile, agentSessionId, pathSessionId } from '.
 export {
   TranscriptDecoder,
   readTranscriptFile,
+  readTranscriptPrefix,
   DEFAULT_MAX_LINE_BYTES,
   type LineError,
   type TranscriptDecoderOptions,

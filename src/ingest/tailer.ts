@@ -161,6 +161,11 @@ export class Tailer extends EventEmitter<TailerEvents> {
     return this.closing;
   }
 
+  /** The inode of the file the tailer has been reading under `file` (undefined: not read yet, or not tailed). */
+  inodeOf(file: string): number | undefined {
+    return this.files.get(file)?.ino;
+  }
+
   /** Per-file offsets, counts and inodes. */
   stats(): TailerFileStats[] {
     return [...this.files.values()].map((st) => ({

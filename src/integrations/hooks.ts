@@ -6,6 +6,7 @@
  * opens a socket or a database itself.
  */
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
+import type { LooseOriginals } from '../compact/archive-entries.js';
 import type { TranscriptFile } from '../ingest/decoder.js';
 import type { Message } from '../model/messages.js';
 import type { HookEvent } from './hook-event.js';
@@ -26,13 +27,8 @@ export interface BootstrapAnswer {
   readonly tokensAtMost?: boolean;
 }
 
-/** Originals of an agent's own compaction, to be archived under a recall handle. */
-export interface ArchiveEntry {
-  readonly handle: string;
-  readonly sessionId: string;
-  readonly reason: string;
-  readonly messages: readonly Message[];
-}
+/** Originals of an agent's own compaction, to be archived under a recall handle (compact/archive-entries.ts builds its record). */
+export type ArchiveEntry = LooseOriginals;
 
 export interface HookDeps {
   /** One JSON-RPC call to the daemon; rejects (quickly) when it is down. */

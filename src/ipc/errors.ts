@@ -121,6 +121,8 @@ export const CONTEXTD_TO_RPC: Readonly<Partial<Record<ErrorCode, RpcErrorCode>>>
   [ErrorCode.SUMMARIZER_FAILED]: RpcErrorCode.UNAVAILABLE,
   [ErrorCode.LIFECYCLE]: RpcErrorCode.UNAVAILABLE,
   [ErrorCode.DAEMON_UNREACHABLE]: RpcErrorCode.UNAVAILABLE,
+  // The transcript was replaced before its harvest read it back: the tailer resets the session.
+  [ErrorCode.FILE_REPLACED]: RpcErrorCode.UNAVAILABLE,
   [ErrorCode.BUDGET_UNREACHABLE]: RpcErrorCode.BUDGET_UNREACHABLE,
   // A transcriptPath the daemon cannot follow is a bad parameter of the request.
   [ErrorCode.TAIL_FILE_GONE]: RpcErrorCode.INVALID_PARAMS,

@@ -23,6 +23,14 @@ import {
 import { EMPTY_TERM_VECTOR, TermIndex } from './relevance.js';
 import type { TokenCountCache, TokenCounter } from './tokens.js';
 
+/** Messages copied into lists handed out by `messages()` in this process (for tests of its cost). */
+let messagesCopied = 0;
+
+/** How many messages `LiveContext.messages()` has copied so far in this process. */
+export function messageListCopies(): number {
+  return messagesCopied;
+}
+
 /** From this many stale sections in a group, their matches are searched through shared bins. */
 const SHARED_BINS_FROM = 16;
 
@@ -71,8 +79,13 @@ export class LiveContext {
   private nextSectionNo = 1;
   private nextSeq = 1;
   totalTokens = 0;
-  /** `messages()` as last built; undefined after a change other than an append. */
-  private messageList: readonly Message[] | undefined;
+  /**
+   * The live messages as last projected, grown in place by an append (amortised O(1)); dropped
+   * by any other change. Never handed out: readers get a frozen copy (`messages()`).
+   */
+  private messageList: Message[] | undefined;
+  /** The frozen copy last handed out by `messages()`; stale once `messageList` grows past it. */
+  private messageView: readonly Message[] | undefined;
   /** Sections with a seq below this belong to a turn that ended (turn-end event); 0 = open. */
   turnEndSeq = 0;
 
@@ -93,9 +106,19 @@ export class LiveContext {
         const m = projectEntry(e);
         if (m) out.push(m);
       }
-      this.messageList = Object.freeze(out);
+      this.messageList = out;
     }
-    return this.messageList;
+    if (this.messageView?.length !== this.messageList.length) {
+      messagesCopied += this.messageList.length;
+      this.messageView = Object.freeze(this.messageList.slice());
+    }
+    return this.messageView;
+  }
+
+  /** Forgets the projected message list (a change other than an append). */
+  private dropMessageList(): void {
+    this.messageList = undefined;
+    this.messageView = undefined;
   }
 
   /** The messages of one section; for a call split out of a multi-call message, a view with only that call. */
@@ -135,7 +158,7 @@ export class LiveContext {
    * summary's section record.
    */
   replace(recs: readonly SectionRec[], message: Message, extra: Pick<SectionRec, 'summary'>): SectionRec {
-    this.messageList = undefined;
+    this.dropMessageList();
     const doomed = new Set(recs);
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
@@ -263,7 +286,7 @@ export class LiveContext {
     this.entries.push(entry);
     this.entryById.set(message.id, entry);
     // an appended message is whole (no part of it compacted yet): the list grows by itself
-    if (this.messageList) this.messageList = Object.freeze([...this.messageList, message]);
+    this.messageList?.push(message);
 
     if (message.role === 'tool') {
       const frag = entry.frags[0] as Fragment;
@@ -398,7 +421,7 @@ export class LiveContext {
   private detach(frag: Fragment): void {
     const rec = frag.section;
     if (!rec) return;
-    this.messageList = undefined;
+    this.dropMessageList();
     frag.section = undefined;
     const i = rec.frags.indexOf(frag);
     if (i >= 0) rec.frags.splice(i, 1);
@@ -461,7 +484,7 @@ export class LiveContext {
     if (at < 0) return;
     const dropped = this.entries.slice(at + 1);
     this.entries = this.entries.slice(0, at + 1);
-    this.messageList = undefined;
+    this.dropMessageList();
     for (const e of dropped) {
       e.live = false;
       if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
@@ -473,7 +496,7 @@ export class LiveContext {
   }
 
   clear(): void {
-    this.messageList = undefined;
+    this.dropMessageList();
     for (const e of this.entries) e.live = false;
     this.entries = [];
     this.entryById.clear();

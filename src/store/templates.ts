@@ -234,7 +234,9 @@ export class TemplateStore {
   /**
    * The harvested session whose content hash is one of `hashes` (a transcript's prefix hash
    * chain), the one with the most messages when several are: the same content, or an earlier
-   * state of a transcript that grew since.
+   * state of a transcript that grew since. Rows skipped as empty are left out: their content
+   * is boilerplate at most (a system prompt), which another session may start with too, so it
+   * identifies no session.
    */
   harvestedByContent(hashes: readonly string[]): HarvestedSession | undefined {
     let best: HarvestedRow | undefined;
@@ -243,7 +245,7 @@ export class TemplateStore {
       const r = this.db
         .prepare(
           `SELECT session_id, message_count, template_id, skipped, content_hash FROM harvested_sessions
-           WHERE content_hash IN (${chunk.map(() => '?').join(',')}) ORDER BY message_count DESC LIMIT 1`,
+           WHERE content_hash IN (${chunk.map(() => '?').join(',')}) AND skipped IS NOT 'empty' ORDER BY message_count DESC LIMIT 1`,
         )
         .get(...chunk) as HarvestedRow | undefined;
       if (r && (!best || r.message_count > best.message_count)) best = r;

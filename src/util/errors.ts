@@ -20,6 +20,8 @@ export const ErrorCode = {
   UNKNOWN_HANDLE: 'UNKNOWN_HANDLE',
   UNKNOWN_TEMPLATE: 'UNKNOWN_TEMPLATE',
   FILE_UNREADABLE: 'FILE_UNREADABLE',
+  /** A file read back to an offset is no longer the file that was read (replaced under its name). */
+  FILE_REPLACED: 'FILE_REPLACED',
   PLAN_EXPIRED: 'PLAN_EXPIRED',
   BUDGET_UNREACHABLE: 'BUDGET_UNREACHABLE',
   SUMMARIZER_FAILED: 'SUMMARIZER_FAILED',

@@ -119,3 +119,60 @@ export function refreshWarmSnapshot(store: TemplateStore, stateDir: string, logg
     return undefined;
   }
 }
+
+/** Default longest wait between a template change and the snapshot write that holds it. */
+export const DEFAULT_SNAPSHOT_DELAY_MS = 2000;
+
+/**
+ * The daemon's snapshot writes, coalesced: the first change after a write starts a timer of
+ * `delayMs`, and that one write holds every change made until it fires, so a burst of harvests
+ * costs one rewrite and none runs on a harvest's own path. `close()` writes what is pending
+ * (shutdown, before the store closes); `delayMs` 0 writes at each change.
+ */
+export class WarmSnapshotWriter {
+  private timer: NodeJS.Timeout | undefined;
+  private pending = 0;
+  private closed = false;
+
+  constructor(
+    private readonly store: TemplateStore,
+    private readonly stateDir: string,
+    private readonly logger: Logger,
+    private readonly delayMs: number = DEFAULT_SNAPSHOT_DELAY_MS,
+    private readonly now?: () => number,
+  ) {}
+
+  /** Templates changed: the snapshot is rewritten within `delayMs`. */
+  request(): void {
+    if (this.closed) return;
+    this.pending++;
+    if (this.delayMs === 0) {
+      this.flush();
+      return;
+    }
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+    }, this.delayMs);
+    this.timer.unref();
+  }
+
+  /** Write now when a change is pending (undefined when none was, or the write failed). */
+  flush(): SnapshotWriteResult | undefined {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.pending === 0) return undefined;
+    const changes = this.pending;
+    this.pending = 0;
+    const r = refreshWarmSnapshot(this.store, this.stateDir, this.logger, this.now?.());
+    this.logger.child({ component: 'warm' }).debug({ changes }, 'warm snapshot changes written together');
+    return r;
+  }
+
+  /** Writes what is pending; later changes are not written (the store is closing). */
+  close(): void {
+    this.flush();
+    this.closed = true;
+  }
+}

@@ -10,7 +10,7 @@ import { openDb } from '../../src/store/db.js';
 import { MIGRATIONS, migrate } from '../../src/store/index.js';
 import { TemplateStore } from '../../src/store/templates.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { cleanup, codingSession, tempDir, tempStore, trackDb } from './fixtures.js';
+import { SessionBuilder, cleanup, codingSession, tempDir, tempStore, trackDb } from './fixtures.js';
 
 afterEach(cleanup);
 const deps = (store: TemplateStore) => ({ store, tokenCounter: createTokenCounter(), logger: silentLogger() });
@@ -120,6 +120,27 @@ describe('content hash of a harvested transcript', () => {
     expect(store.harvestedSession('work')).toMatchObject({ templateId, skipped: null, messageCount: 15 });
   });
 
+  it('a session skipped as empty does not absorb a later session that starts with the same boilerplate', async () => {
+    const dir = tempDir();
+    const system = '# Project rules\nUse TypeScript strict mode.';
+    const idle = new SessionBuilder().system(system).writeTo(join(dir, 'idle.jsonl'));
+    const { store } = tempStore();
+    expect((await harvestFiles([idle], deps(store))).skippedReasons.empty).toBe(1);
+    // another session whose first message is the same system prompt, then real work
+    const work = codingSession({ system }).writeTo(join(dir, 'work.jsonl'));
+    const r = await harvestFiles([work], deps(store));
+    expect(r.harvested).toBe(1);
+    expect(store.harvestedSession('work')).toMatchObject({ skipped: null, messageCount: 11 });
+    expect(store.harvestedSession('idle')).toMatchObject({ skipped: 'empty', templateId: null, messageCount: 1 });
+    expect(store.get(store.list()[0]?.id ?? '')?.sessions.map((s) => s.sessionId)).toEqual(['work']);
+    // the idle session, once it does work of its own, is harvested under its own id too
+    appendFileSync(idle, `${JSON.stringify({ role: 'user', content: 'write the changelog entry for the lexer release' })}\n${JSON.stringify({ role: 'assistant', content: 'Added the changelog entry.' })}\n`);
+    const later = await harvestFiles([idle], { ...deps(store), minValue: 0 });
+    expect(later.harvested).toBe(1);
+    expect(store.harvestedSession('idle')).toMatchObject({ skipped: null, messageCount: 3 });
+    expect(store.harvestedSession('work')).toMatchObject({ skipped: null, messageCount: 11 });
+  });
+
   it('migration 6 adds the content hash to a version-5 database; older rows are still found by id', () => {
     const path = join(tempDir(), 'contextd.db');
     const old = new Database(path);
@@ -130,7 +151,7 @@ describe('content hash of a harvested transcript', () => {
     expect(db.pragma('user_version', { simple: true })).toBe(6);
     const store = new TemplateStore(db);
     expect(store.harvestedSession('old')).toEqual({ sessionId: 'old', messageCount: 4, templateId: null, skipped: 'low-value', contentHash: null });
-    store.recordSkipped('new', 2, 0, 'empty', 2, 'abc');
+    store.recordSkipped('new', 2, 0, 'low-value', 2, 'abc');
     expect(store.harvestedByContent(['zzz', 'abc'])).toMatchObject({ sessionId: 'new', contentHash: 'abc' });
     expect(store.harvestedByContent(['zzz'])).toBeUndefined();
   });

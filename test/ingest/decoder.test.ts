@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isContextdError } from '../../src/util/errors.js';
-import { readTranscriptFile, sessionIdForFile, TranscriptDecoder, type LineError } from '../../src/ingest/index.js';
+import { readTranscriptFile, readTranscriptPrefix, sessionIdForFile, TranscriptDecoder, type LineError } from '../../src/ingest/index.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { transcriptSamples } from '../fixtures/samples.js';
 import { jsonl, messages } from './helpers.js';
@@ -71,7 +71,7 @@ describe('TranscriptDecoder', () => {
   });
 });
 
-describe('readTranscriptFile', () => {
+describe('readTranscriptFile and readTranscriptPrefix', () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'contextd-'));
@@ -101,6 +101,32 @@ describe('readTranscriptFile', () => {
     const foreign = join(dir, 'foreign.jsonl');
     writeFileSync(foreign, '{"a":1}\n{"b":2}\n');
     await expect(readTranscriptFile(foreign)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FORMAT_UNKNOWN'));
+  });
+
+  it('reads only the committed lines, in the given format, with the given or the default line limit', async () => {
+    const p = join(dir, 'tail.jsonl');
+    const first = '{"role":"user","content":"one"}\n';
+    const long = `${JSON.stringify({ role: 'assistant', content: 'x'.repeat(300) })}\n`;
+    writeFileSync(p, `${first}${long}{"role":"user","content":"not committed yet"}\n`);
+    const end = Buffer.byteLength(first + long);
+    const byDefault = await readTranscriptPrefix(p, 'openai-chat', end, undefined);
+    expect(byDefault.format).toBe('openai-chat');
+    expect(messages(byDefault.events).map((m) => m.text.length)).toEqual([3, 300]);
+    expect(byDefault.bytes).toBe(end);
+    const limited = await readTranscriptPrefix(p, 'openai-chat', end, 200);
+    expect(messages(limited.events).map((m) => m.text)).toEqual(['one']);
+    expect(limited.counts.oversizedLines).toBe(1);
+  });
+
+  it('refuses a file replaced under the same name since its inode was read (FILE_REPLACED)', async () => {
+    const p = join(dir, 'tail.jsonl');
+    const line = '{"role":"user","content":"one"}\n';
+    writeFileSync(p, line);
+    const ino = statSync(p).ino;
+    expect(messages((await readTranscriptPrefix(p, 'openai-chat', line.length, undefined, ino)).events)).toHaveLength(1);
+    writeFileSync(join(dir, 'new.tmp'), '{"role":"user","content":"two"}\n');
+    renameSync(join(dir, 'new.tmp'), p);
+    await expect(readTranscriptPrefix(p, 'openai-chat', line.length, undefined, ino)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FILE_REPLACED'));
   });
 });
 

@@ -7,6 +7,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { run, CONTEXTD_BIN } from '../agents/harness.js';
 import { generatedCorpus, writeTranscripts } from '../fixtures/transcripts.js';
 import { WARM_SNAPSHOT_FILE } from '../../src/warm/snapshot-format.js';
+import { stateDbPath } from '../../src/store/paths.js';
+import { plantedSecrets } from '../harvest/fixtures.js';
+import Database from 'better-sqlite3';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -77,6 +80,37 @@ describe('contextd hook', () => {
     const notes = logLines().slice(-2);
     expect(notes[0]).toMatchObject({ msg: 'warm snapshot unusable; reading the template store', code: 'WARM_SNAPSHOT_INVALID' });
     expect(notes[1]).toMatchObject({ msg: 'warm bootstrap read from the template store' });
+  });
+
+  it('PostCompact archives the originals with secrets redacted, and says what was redacted', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxd-hook-'));
+    dirs.push(dir);
+    const key = plantedSecrets(11).find((x) => x.kind === 'aws-access-key')?.text ?? '';
+    expect(key).toMatch(/^AKIA/);
+    const line = (n: number, l: Record<string, unknown>) => JSON.stringify({ ...l, uuid: `u${n}`, parentUuid: n === 1 ? null : `u${n - 1}`, sessionId: 'sess-secret', cwd: dir, timestamp: '2026-01-01T00:00:00.000Z' });
+    const transcript = join(dir, 'sess-secret.jsonl');
+    writeFileSync(
+      transcript,
+      [
+        line(1, { type: 'user', message: { role: 'user', content: 'Rotate the staging credentials in deploy/env and restart the worker.' } }),
+        line(2, { type: 'assistant', message: { id: 'm2', role: 'assistant', model: 'claude-x', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: { file_path: `${dir}/deploy/env` } }] } }),
+        line(3, { type: 'user', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: `AWS_ACCESS_KEY_ID=${key}\nREGION=eu-west-1` }] } }),
+        line(4, { type: 'assistant', message: { id: 'm4', role: 'assistant', model: 'claude-x', content: [{ type: 'text', text: 'The key in deploy/env is the old one; I will rotate it.' }] } }),
+      ].join('\n') + '\n',
+    );
+    const event = { hook_event_name: 'PostCompact', session_id: 'sess-secret', transcript_path: transcript, cwd: dir, trigger: 'auto', compact_summary: 'Some work happened.' };
+    const r = await hook(dir, JSON.stringify(event));
+    expect(r.code).toBe(0);
+    const db = new Database(stateDbPath(join(dir, 'state')), { readonly: true });
+    try {
+      const rows = db.prepare('SELECT handle, messages, redactions FROM archive').all() as { handle: string; messages: string; redactions: string }[];
+      expect(rows).toHaveLength(1);
+      expect(rows[0]?.messages).not.toContain(key);
+      expect(rows[0]?.messages).toContain('REGION=eu-west-1');
+      expect(JSON.parse(rows[0]?.redactions ?? '[]')).not.toEqual([]);
+    } finally {
+      db.close();
+    }
   });
 
   it('an unknown agent is a usage error (exit 2), not a silent success', async () => {

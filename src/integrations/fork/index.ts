@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ContextdError, ErrorCode } from '../../util/errors.js';
-import type { ArchiveEntry } from '../hooks.js';
+import type { ArchiveEntry } from '../../compact/archive-entries.js';
 import { claudeForkLines, newClaudeSessionId } from './claude.js';
 import { codexForkLines, codexRolloutName, newCodexSessionId } from './codex.js';
 import { layoutFork } from './plan.js';
@@ -33,10 +33,16 @@ function parsedLines(file: string): Record<string, unknown>[] {
 }
 
 /**
- * Write the fork of `file` compacted to `budgetTokens`. `archive` receives the originals of
- * every edit before the file is written, so every handle a summary quotes can be recalled.
+ * Write the fork of `file` compacted to `budgetTokens`. `archive` receives the archive records
+ * of every edit (secrets not yet redacted: that is the archiver's choice) and is awaited before
+ * the file is written, so every handle a summary quotes can be recalled.
  */
-export async function forkSession(file: string, budgetTokens: number, archive: (entries: readonly ArchiveEntry[]) => void, now: Date = new Date()): Promise<ForkResult> {
+export async function forkSession(
+  file: string,
+  budgetTokens: number,
+  archive: (entries: readonly ArchiveEntry[]) => void | Promise<void>,
+  now: Date = new Date(),
+): Promise<ForkResult> {
   const layout = await layoutFork(file, budgetTokens);
   let sessionId: string;
   let out: string;
@@ -52,7 +58,7 @@ export async function forkSession(file: string, budgetTokens: number, archive: (
   } else {
     throw new ContextdError(ErrorCode.FORK_FAILED, `${file} is a ${layout.format} transcript; fork writes Claude Code sessions and Codex rollouts only`, { file, format: layout.format });
   }
-  archive(layout.archive);
+  await archive(layout.archive);
   writeFileSync(out, `${lines.join('\n')}\n`, { mode: 0o600, flag: 'wx' });
   return { sessionId, file: out, tokensBefore: layout.tokensBefore, tokensAfter: layout.tokensAfter, edits: layout.edits.length };
 }

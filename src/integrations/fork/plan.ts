@@ -10,8 +10,8 @@ import type { TranscriptFormat } from '../../ingest/types.js';
 import type { Message, SessionMeta } from '../../model/messages.js';
 import { SessionModel } from '../../model/session.js';
 import { planCompaction } from '../../compact/planner.js';
+import { archiveEntries, type ArchiveEntry } from '../../compact/archive-entries.js';
 import type { Edit } from '../../compact/types.js';
-import type { ArchiveEntry } from '../hooks.js';
 
 /** One entry of the compacted conversation. */
 export type ForkEntry = { readonly kind: 'message'; readonly message: Message } | { readonly kind: 'summary'; readonly edit: Edit };
@@ -24,7 +24,7 @@ export interface ForkLayout {
   readonly edits: readonly Edit[];
   readonly tokensBefore: number;
   readonly tokensAfter: number;
-  /** Originals of every edit, to archive under the handle its summary quotes. */
+  /** Originals of every edit, to archive under the handle its summary quotes (not yet redacted). */
   readonly archive: ArchiveEntry[];
 }
 
@@ -51,7 +51,7 @@ export async function layoutFork(file: string, budgetTokens: number): Promise<Fo
     }
     for (const message of model.messagesOf(section.id)) entries.push({ kind: 'message', message });
   }
-  const archive = plan.edits.map((e) => ({ handle: e.handle, sessionId: sourceSessionId, reason: e.reason, messages: e.replaces.flatMap((id) => [...model.messagesOf(id)]) }));
+  const archive = archiveEntries(model, plan.edits, { sessionId: sourceSessionId, createdAt: plan.createdAt });
   return {
     format: transcript.format,
     sourceSessionId,

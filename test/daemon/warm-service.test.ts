@@ -1,0 +1,65 @@
+/**
+ * Harvest reads a tailed session back from its transcript up to the tailer's offset. A file
+ * replaced under the same name after the tailer's last read (before the tailer sees it and
+ * resets the session) is another session's: it must not be harvested as this one.
+ * Real files, a real SQLite store, a real Tailer.
+ */
+import { mkdirSync, renameSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WarmService } from '../../src/daemon/warm-service.js';
+import { LiveSession } from '../../src/daemon/live-session.js';
+import { Tailer } from '../../src/ingest/index.js';
+import { SessionModel, createTokenCounter } from '../../src/model/index.js';
+import { isContextdError } from '../../src/util/errors.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { cleanup, codingSession, tempDir, tempStore } from '../harvest/fixtures.js';
+import { Recorder } from '../ingest/tailer-helpers.js';
+
+const tailers: Tailer[] = [];
+afterEach(async () => {
+  await Promise.all(tailers.splice(0).map((t) => t.close()));
+  cleanup();
+});
+
+describe('WarmService harvest readback', () => {
+  it('refuses a transcript replaced since the tailer read it, and harvests it when it is the same file', async () => {
+    const dir = tempDir();
+    const watch = join(dir, 'watch');
+    const file = join(watch, 'work.jsonl');
+    mkdirSync(watch);
+    codingSession().writeTo(file);
+    const tailer = new Tailer({ paths: [watch], recheckMs: 40 });
+    tailers.push(tailer);
+    const rec = new Recorder(tailer);
+    await tailer.start();
+    await rec.until(() => rec.of('events', file).length > 0, 'the first batch');
+    const read = rec.of('events', file).at(-1)?.toOffset ?? 0;
+    const tailedIno = tailer.inodeOf(file);
+    expect(tailedIno).toBe(statSync(file).ino);
+    // The tailer is stopped, so the replacement below is never seen: the window before its reset.
+    await tailer.close();
+
+    const { db, store } = tempStore(dir);
+    const warm = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedInode: (f) => (f === file ? tailedIno : undefined) });
+    const session = (): LiveSession => {
+      const s = new LiveSession('work', file, 'openai-chat', new SessionModel({ sessionId: 'work' }), Date.now());
+      s.tailOffset = read;
+      return s;
+    };
+
+    // Another session's transcript takes the name (written beside, renamed over: a new inode).
+    const other = join(watch, 'other.tmp');
+    codingSession({ task: 'rename the exported helpers in src/lexer.ts and update every import', file: 'src/lexer.ts' }).writeTo(other);
+    renameSync(other, file);
+    expect(statSync(file).ino).not.toBe(tailedIno);
+    await expect(warm.harvest(session(), 'success')).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FILE_REPLACED'));
+    expect(store.harvestedSession('work')).toBeUndefined();
+    expect(store.count()).toBe(0);
+
+    // A file whose inode is the one read is harvested.
+    const same = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedInode: () => statSync(file).ino });
+    expect((await same.harvest(session(), 'success')).harvested).toBe(1);
+    expect(store.list()[0]?.task).toMatch(/lexer/);
+  });
+});
