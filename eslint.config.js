@@ -16,4 +16,6 @@ export default tseslint.config(
     },
   },
   { files: ['src/cli/**/*.ts', 'examples/**/*.ts', 'test/**/*.ts'], rules: { 'no-console': 'off' } },
+  // The launcher is CommonJS (bin/package.json): the hook path skips Node's ESM loader.
+  { files: ['bin/**/*.js'], languageOptions: { sourceType: 'commonjs' }, rules: { '@typescript-eslint/no-require-imports': 'off' } },
 );

@@ -4,10 +4,12 @@
  * down before any state exists, down with a template store (the hook reads its warm snapshot;
  * and, for comparison, the store itself when there is no snapshot), and up.
  * A bare `node -e 0` is measured alongside: the part of the figure that is Node's own start-up.
+ * Process wall time depends on what else the machine runs: the 1-minute load average before
+ * and after is reported with the figures.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { harvestFiles } from '../harvest/index.js';
@@ -18,7 +20,7 @@ import { TemplateStore } from '../store/templates.js';
 import { warmSnapshotPath, writeWarmSnapshot } from '../warm/snapshot.js';
 import { seededRandom } from '../util/random.js';
 import { silentLogger } from '../util/logger.js';
-import { nowMs, startDaemonProcess, summarize } from './harness.js';
+import { nowMs, round, startDaemonProcess, summarize } from './harness.js';
 import { syntheticSession } from './warm.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/contextd.js', import.meta.url));
@@ -66,6 +68,7 @@ async function seedTemplates(state: string, dir: string, n: number): Promise<{ t
 export async function benchHooks(opts: { runs?: number } = {}): Promise<Record<string, unknown>> {
   const runs = opts.runs ?? 30;
   const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-hooks-'));
+  const loadBefore = round(loadavg()[0] ?? NaN, 2);
   try {
     const state = join(dir, 'state');
     const socket = join(dir, 'd.sock');
@@ -88,7 +91,8 @@ export async function benchHooks(opts: { runs?: number } = {}): Promise<Record<s
     } finally {
       await daemon.stop();
     }
-    return { scenario: 'hooks', unit: 'ms (process wall time)', runs, templates, snapshotBytes, nodeBaseline, daemonDown, daemonDownWithTemplates, daemonDownStoreOnly, daemonUp, codexDaemonUp };
+    const load1m = { before: loadBefore, after: round(loadavg()[0] ?? NaN, 2) };
+    return { scenario: 'hooks', unit: 'ms (process wall time)', runs, load1m, templates, snapshotBytes, nodeBaseline, daemonDown, daemonDownWithTemplates, daemonDownStoreOnly, daemonUp, codexDaemonUp };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -11,7 +11,7 @@
  * prompt is bootstrapped from the warm snapshot (one JSON file) and SQLite is opened only
  * when there is no usable snapshot.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClientTransport } from '../ipc/client-transport.js';
 import { findSocketPath } from '../ipc/paths.js';
@@ -22,6 +22,7 @@ import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/ho
 import { resolveStateDir, stateDbPath } from '../store/paths.js';
 import type { SnapshotTemplateSource } from '../warm/snapshot-source.js';
 import { WARM_SNAPSHOT_FILE } from '../warm/snapshot-format.js';
+import { ErrorCode, isContextdError } from '../util/errors.js';
 
 export interface HookFlags {
   readonly socket?: string;
@@ -112,6 +113,24 @@ function readStdinStream(max: number, chunks: Buffer[], read: number): Promise<s
   });
 }
 
+/**
+ * Write the answer to fd 1 synchronously: `process.stdout` on a pipe (as agents spawn hooks) is
+ * a net.Socket, and building it loads node:net and the stream modules (~6 ms) for one write.
+ * Once written nothing is left to flush, so the process can end at once. A non-blocking stdout
+ * that is full (EAGAIN) gets the rest through the stream.
+ */
+function writeStdout(text: string): Promise<void> {
+  const buf = Buffer.from(text, 'utf8');
+  let off = 0;
+  try {
+    while (off < buf.length) off += writeSync(1, buf, off);
+    return Promise.resolve();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return Promise.reject(err as Error);
+  }
+  return new Promise((resolve, reject) => process.stdout.write(buf.subarray(off), (err) => (err ? reject(err) : resolve())));
+}
+
 /** One JSON-RPC call on a fresh connection, bounded by `timeoutMs` from connect to reply. */
 async function callOnce(socketPath: string, timeoutMs: number, method: string, params: Record<string, unknown>): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
@@ -123,7 +142,16 @@ async function callOnce(socketPath: string, timeoutMs: number, method: string, p
     // No socket file: the daemon is down, said without loading node:net.
     if (!existsSync(socketPath)) throw new Error(`cannot reach contextd at ${socketPath} (no socket): is the daemon running? start it with "contextd daemon"`);
     const { connectSocket, ClientTransport } = await import('../ipc/client-transport.js');
-    const socket = await Promise.race([connectSocket(socketPath), deadline]);
+    const connecting = connectSocket(socketPath);
+    let socket;
+    try {
+      socket = await Promise.race([connecting, deadline]);
+    } catch (err) {
+      // A connection made after the deadline would keep the hook alive until the daemon drops
+      // it (its idle timeout): close it as soon as it is made.
+      void connecting.then((late) => late.destroy(), () => undefined);
+      throw err;
+    }
     transport = new ClientTransport(socket, { maxLineBytes: 8 * 1024 * 1024, requestTimeoutMs: timeoutMs, socketPath }, { onNotification: () => undefined, onError: () => undefined, onClose: () => undefined }, NO_DEBUG);
     return await Promise.race([transport.call(method, params), deadline]);
   } finally {
@@ -148,8 +176,15 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
       const source = await snapshotSource(stateDir, notes);
       if (source) {
         const { bootstrap } = await import('../warm/bootstrap.js');
-        notes.push({ msg: 'warm bootstrap read from the warm snapshot', writtenAt: new Date(source.writtenAt).toISOString() });
-        return { ...bootstrap({ task, repo, budgetTokens }, { store: source, tokenCounter: BYTE_BOUND_COUNTER }), tokensAtMost: true };
+        try {
+          const answer = bootstrap({ task, repo, budgetTokens }, { store: source, tokenCounter: BYTE_BOUND_COUNTER });
+          notes.push({ msg: 'warm bootstrap read from the warm snapshot', writtenAt: new Date(source.writtenAt).toISOString() });
+          return { ...answer, tokensAtMost: true };
+        } catch (err) {
+          // A template's detail line is parsed only when picked: a corrupt one shows up here.
+          if (!isContextdError(err, ErrorCode.WARM_SNAPSHOT_INVALID)) throw err;
+          notes.push(unusableSnapshot(err));
+        }
       }
       const dbPath = stateDbPath(stateDir);
       if (!existsSync(dbPath)) return undefined;
@@ -189,9 +224,13 @@ async function snapshotSource(stateDir: string, notes: Record<string, unknown>[]
   try {
     return readWarmSnapshot(stateDir);
   } catch (err) {
-    notes.push({ msg: 'warm snapshot unusable; reading the template store', err: (err as Error).message, code: (err as { code?: unknown }).code });
+    notes.push(unusableSnapshot(err));
     return undefined;
   }
+}
+
+function unusableSnapshot(err: unknown): Record<string, unknown> {
+  return { msg: 'warm snapshot unusable; reading the template store', err: (err as Error).message, code: (err as { code?: unknown }).code };
 }
 
 /** Archives an agent compaction's originals, secrets redacted (`archive.redactSecrets` at its default). */
@@ -240,7 +279,7 @@ export async function runHook(agent: AgentName, flags: HookFlags): Promise<numbe
     const answer = await answerHook(event, deps);
     // The recall handle is only quoted once its originals are stored.
     await Promise.all(pendingArchives);
-    if (answer) process.stdout.write(`${JSON.stringify(answer)}\n`);
+    if (answer) await writeStdout(`${JSON.stringify(answer)}\n`);
   } catch (err) {
     notes.push({ msg: 'hook failed; answered nothing', err: err instanceof Error ? err.message : String(err), code: (err as { code?: unknown }).code });
   } finally {

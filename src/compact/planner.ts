@@ -9,7 +9,7 @@ import { ContextdError, ErrorCode } from '../util/errors.js';
 import type { Message } from '../model/messages.js';
 import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from '../model/tokens.js';
 import type { ScoreFactors, Section } from '../model/types.js';
-import { runDetectors } from './detectors/index.js';
+import { CRUFT_DETECTORS, runDetectors } from './detectors/index.js';
 import { textOf } from './detectors/util.js';
 import { messageTerms, ReferenceIndex } from './keyterms.js';
 import { buildUnits, CONVERSATIONAL_KINDS, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
@@ -19,7 +19,7 @@ import { isStandingConstraint } from '../model/classify.js';
 import { ensureSurvival, keyFacts } from './survival.js';
 import { BoundedMemo, memoList, memoMessage } from './memo.js';
 import { fnv1a64, contentTerms } from '../text/index.js';
-import type { CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
+import type { Candidate, CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
 
 export const DEFAULT_SOFT_WATERMARK = 0.6;
 export const DEFAULT_HYSTERESIS = 0.1;
@@ -53,6 +53,13 @@ export interface PlanOptions {
   readonly cache?: SummaryCache;
   readonly signal?: AbortSignal;
   readonly logger?: Logger;
+  /**
+   * Called between the plan's steps (scoring, each detector, the reference index, each edit's
+   * summary): a caller that returns a promise is waited for, so a daemon can yield the event
+   * loop there once a step ran past its time slice. The model may grow while the plan waits
+   * (appended lines); the plan keeps to the sections it read at the start.
+   */
+  readonly pause?: () => Promise<void> | undefined;
 }
 
 /**
@@ -200,9 +207,18 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   };
   if (tokensBefore <= target) return empty;
 
+  const pause = options.pause;
+  await pause?.();
   const ctx = detectorContext(model);
-  const units = buildUnits(ctx.sections, runDetectors(ctx), options.mode === 'soft');
+  const candidates: Candidate[] = [];
+  for (const d of CRUFT_DETECTORS) {
+    await pause?.();
+    candidates.push(...runDetectors(ctx, [d]));
+  }
+  await pause?.();
+  const units = buildUnits(ctx.sections, candidates, options.mode === 'soft');
   if (units.length === 0) return empty;
+  await pause?.();
   const refs = ReferenceIndex.of(model, model.messages(), ctx.goal);
   try {
     return await planUnits(model, options, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log });
@@ -238,10 +254,11 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   let ratio = compactable > need ? Math.min(0.2 + 0.15 * chat, Math.max(0.03, ((compactable - need) / compactable) * (0.5 + 0.4 * chat))) : 0.03;
   let extra = 0;
   let records: EditRecord[] = [];
-  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_' };
+  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_', pause: options.pause };
   // Each round selects more (or merges harder, last) when the summaries overshot; the round
   // that meets the target — else the one saving most — wins.
   for (let round = 0; round < MAX_ROUNDS; round++) {
+    await options.pause?.();
     const runs = selectRuns(units, { needTokens: need + extra, ratio, mergeAll: options.mode !== 'soft' && round === MAX_ROUNDS - 1 });
     const built = await buildEdits(model, runs, b);
     if (round === 0 || savedBy(built) > savedBy(records)) records = built;
@@ -384,6 +401,7 @@ async function spendSlack(model: CompactableModel, records: EditRecord[], need: 
     // off would miss the summary cache on every re-plan (each edit summarized again).
     const summaryTokens = Math.floor((r.run.summaryTokens + room) / SLACK_BUDGET_STEP) * SLACK_BUDGET_STEP;
     if (summaryTokens <= r.run.summaryTokens) continue;
+    await b.pause?.();
     const bigger = await buildEdit(model, { ...r.run, summaryTokens }, b);
     const grow = bigger.edit.tokensAfter - r.edit.tokensAfter;
     if (grow > 0 && grow <= slack && bigger.edit.tokensAfter < bigger.edit.tokensBefore) {
@@ -403,6 +421,7 @@ interface BuildContext {
   readonly cache: SummaryCache | undefined;
   readonly signal: AbortSignal | undefined;
   readonly idPrefix: string;
+  readonly pause: (() => Promise<void> | undefined) | undefined;
 }
 
 async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[], b: BuildContext): Promise<EditRecord[]> {
@@ -412,7 +431,9 @@ async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[],
     while (next < runs.length) {
       const i = next++;
       const run = runs[i];
-      if (run) results[i] = await buildEdit(model, run, b);
+      if (!run) continue;
+      await b.pause?.();
+      results[i] = await buildEdit(model, run, b);
     }
   };
   await Promise.all(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
@@ -55,6 +56,8 @@ export class Daemon {
   private stopping: Promise<void> | undefined;
   /** Harvests under way (awaited before the database closes). */
   private readonly harvests = new Set<Promise<unknown>>();
+  /** The round of idle harvests under way (one session at a time), if any. */
+  private idleHarvests: Promise<void> | undefined;
   /** One full garbage collection after sessions leave memory, so an idle daemon gives the heap back. */
   private readonly collector = new IdleCollector();
   /** connection id → session ids it subscribed to. */
@@ -218,6 +221,9 @@ export class Daemon {
     if (this.watchdogTimer) clearInterval(this.watchdogTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.collector.cancel();
+    // Lines read but not applied are dropped and a read waiting for room goes on: closing the
+    // tailer never waits for the backlog (harvests read transcripts themselves).
+    this.sessions?.stopIngest();
     await this.tailer?.close();
     // No new requests while draining: close the socket first, then finish what is in flight.
     await this.proxy?.close();
@@ -329,23 +335,38 @@ export class Daemon {
     return n;
   }
 
+  /**
+   * Harvest the sessions found idle, one at a time with a yield to the event loop between: a
+   * harvest decodes the transcript and writes templates in synchronous steps, and 50 sessions
+   * going idle together, harvested at once, held the loop for over a second (bench load).
+   * A round still under way when the timer fires again is left to finish; sessions that went
+   * idle meanwhile stay due for the next round.
+   */
   private harvestIdle(): void {
     const sessions = this.sessions;
-    if (!sessions || this.stopping) return;
-    for (const s of sessions.idleSessions()) {
-      // proxied conversations are harvested when the proxy forgets them (proxiedClosed)
-      if (s.source === 'proxy') continue;
-      if (!sessions.endSession(s)) continue;
-      // harvest reads the transcript itself: a session released from memory stays released
-      this.trackHarvest(s, 'unknown').then(
-        (r) => {
-          this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
-          // Free its model unless a client still follows it: the file stays watched and is read
-          // again from 0 if the session resumes (a session fed over the socket is fed again).
-          if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
-        },
-        (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed'),
-      );
+    if (!sessions || this.stopping || this.idleHarvests) return;
+    // proxied conversations are harvested when the proxy forgets them (proxiedClosed)
+    const due = sessions.idleSessions().filter((s) => s.source !== 'proxy' && sessions.endSession(s));
+    if (due.length === 0) return;
+    this.idleHarvests = this.harvestInTurn(sessions, due).finally(() => {
+      this.idleHarvests = undefined;
+    });
+  }
+
+  private async harvestInTurn(sessions: SessionManager, due: readonly LiveSession[]): Promise<void> {
+    for (const s of due) {
+      await yieldToEventLoop();
+      if (this.stopping) return; // not harvested: it is read again, and found idle again, after a restart
+      try {
+        // harvest reads the transcript itself: a session released from memory stays released
+        const r = await this.trackHarvest(s, 'unknown');
+        this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
+        // Free its model unless a client still follows it: the file stays watched and is read
+        // again from 0 if the session resumes (a session fed over the socket is fed again).
+        if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
+      } catch (err) {
+        this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed');
+      }
     }
   }
 

@@ -1,5 +1,4 @@
 import { EventEmitter } from 'node:events';
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
@@ -13,6 +12,7 @@ import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
 import { IngestQueue } from './ingest-queue.js';
+import { LoopBudget } from './loop-budget.js';
 import { ADVISORY_PLAN_INTERVAL_MS, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type MemoryBudget, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
@@ -35,6 +35,12 @@ export interface LoopOptions {
    * every turn gets its own event-loop iteration (tests use it to assert order, not time).
    */
   readonly turnSliceMs?: number;
+  /**
+   * Most plans in flight at once, over all sessions (default PLAN_CONCURRENCY). A plan runs
+   * beside the turns in slices of turnSliceMs; with an LLM summarizer most of its time is the
+   * summarizer's answer, so several overlap.
+   */
+  readonly maxConcurrentPlans?: number;
 }
 
 export interface SessionManagerDeps {
@@ -64,10 +70,13 @@ export type ArchiveFilter = OriginalsFilter;
 export { ADVISORY_PLAN_INTERVAL_MS };
 
 /**
- * Longest run of work (applying queued transcript batches, one plan) before the pump yields to
- * the event loop, so socket requests such as daemon.status are answered between turns.
+ * Time of work per event-loop iteration (applying queued transcript batches, steps of plans),
+ * shared by the pump and every plan in flight (LoopBudget): then they yield, so socket requests
+ * such as daemon.status are answered between slices.
  */
 export const TURN_SLICE_MS = 4;
+/** Most plans in flight at once, by default (LoopOptions.maxConcurrentPlans). */
+export const PLAN_CONCURRENCY = 4;
 /** Bytes of read-but-unapplied transcript above which the tailer waits before reading more. */
 export const INGEST_HIGH_WATER_BYTES = 8 * 1024 * 1024;
 
@@ -86,10 +95,17 @@ export interface SessionManagerEvents {
  *
  * Scheduling: transcript batches (`enqueue`) and plans wait in one round-robin run queue of
  * sessions. A session's turn applies every batch it has waiting (coalesced: one re-plan for
- * many appends), then makes its plan if one is due; a backlog longer than a slice puts the
+ * many appends), then starts its plan if one is due; a backlog longer than a slice puts the
  * plan off by one turn at most, so plans go on under sustained load. The pump runs turns for at most
  * TURN_SLICE_MS and then yields to the event loop, so socket requests interleave with the
  * work, and a busy session goes to the back of the queue instead of delaying the others.
+ *
+ * A turn never waits for its plan: the plan runs beside the pump, itself yielding to the event
+ * loop between steps once the iteration's TURN_SLICE_MS is spent (the planner's `pause`, one
+ * LoopBudget for the pump and all plans), so lines of every session
+ * (its own included) go on being applied while a summarizer works. A session has one plan in
+ * flight at most (lines that arrive meanwhile make one more plan after it: coalesced), and at
+ * most maxConcurrentPlans are in flight over all sessions; the others wait in arrival order.
  */
 export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly sessions = new Map<string, LiveSession>();
@@ -105,6 +121,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private pumping: Promise<void> | undefined;
   /** Plans being made (awaited on shutdown). */
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Plans of the run queue in flight (at most maxConcurrentPlans). */
+  private plansRunning = 0;
+  /** Sessions whose due plan waits for a free plan slot, in arrival order (they stay in planQueue). */
+  private readonly planWaiting = new Set<LiveSession>();
+  /** The time slice of each event-loop iteration, shared by the pump and the plans in flight. */
+  private readonly budget = new LoopBudget(() => this.turnSliceMs);
+  /** Aborted on shutdown: plans in flight stop at their next step, a summarizer call is cut short. */
+  private readonly stopping = new AbortController();
   private readonly idle: IdleTracker;
   private readonly log: Logger;
   private readonly now: () => number;
@@ -227,10 +251,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
-   * Apply a session's queued batches, oldest first, until none is left or `deadline`
-   * (performance.now()) passed. Returns true when none is left.
+   * Apply a session's queued batches, oldest first, until none is left or `more()` says the
+   * slice is spent (at least one is applied). Returns true when none is left.
    */
-  private applyQueued(s: LiveSession, deadline = Number.POSITIVE_INFINITY): boolean {
+  private applyQueued(s: LiveSession, more: () => boolean = () => true): boolean {
     for (let b = this.queued.shift(s); b; b = this.queued.shift(s)) {
       if (s.fed || !this.sessions.has(s.sessionId)) {
         this.queued.drop(s);
@@ -241,7 +265,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       } catch (err) {
         this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'could not apply transcript events');
       }
-      if (performance.now() >= deadline) break;
+      if (!more()) break;
     }
     return !this.queued.has(s);
   }
@@ -320,8 +344,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // applied here ahead of its turn, in slices with a yield between (a long backlog never
     // blocks the event loop at once).
     while (this.queued.has(s) && this.sessions.get(s.sessionId) === s && !s.fed) {
-      if (this.applyQueued(s, performance.now() + this.turnSliceMs)) break;
-      await yieldToEventLoop();
+      if (this.applyQueued(s, () => this.budget.left())) break;
+      await this.budget.pause();
     }
     return s;
   }
@@ -488,6 +512,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.planQueue.delete(s);
     this.runQueue.delete(s);
     this.deferredPlans.delete(s);
+    this.planWaiting.delete(s);
     this.queued.drop(s);
     this.sessions.delete(sessionId);
     this.byFile.delete(s.file);
@@ -587,19 +612,33 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return { headroom: after.headroom };
   }
 
-  /** Stop planning, cancel timers, wait for plans in flight (shutdown). */
-  async drain(): Promise<void> {
-    // What was read is applied (harvests on the way out see it); no plan is made any more.
-    for (const s of [...this.runQueue]) if (this.queued.has(s)) this.applyQueued(s);
+  /**
+   * Stop taking and applying transcript lines and start no plan (shutdown, before the tailer
+   * closes): lines read but not applied are dropped — nothing needs them (a harvest reads the
+   * transcript itself, and a restart reads transcripts from the start) — and a read waiting at
+   * the gate (`room`) goes on at once, so closing the tailer never waits for the backlog.
+   */
+  stopIngest(): void {
     this.closing = true;
+    this.stopping.abort(new ContextdError(ErrorCode.LIFECYCLE, 'contextd is shutting down: the plan was abandoned'));
+    for (const s of [...this.runQueue]) this.queued.drop(s);
     this.planQueue.clear();
     this.runQueue.clear();
     this.deferredPlans.clear();
+    this.planWaiting.clear();
     this.queued.releaseAll();
     for (const s of this.sessions.values()) {
       if (s.planTimer) clearTimeout(s.planTimer);
       s.planTimer = undefined;
     }
+  }
+
+  /**
+   * Stop ingest and planning (`stopIngest`), then wait for plans in flight, which stop at their
+   * next step (a summarizer waiting for an LLM is cut short), so shutdown never waits for one.
+   */
+  async drain(): Promise<void> {
+    this.stopIngest();
     await Promise.allSettled([...this.inFlight, this.pumping]);
   }
 
@@ -705,20 +744,27 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private async pump(): Promise<void> {
     while (this.runQueue.size > 0 && !this.closing) {
-      await yieldToEventLoop();
-      const deadline = performance.now() + this.turnSliceMs;
-      do await this.turn(deadline);
-      while (this.runQueue.size > 0 && !this.closing && performance.now() < deadline);
+      await this.budget.pause();
+      do this.turn();
+      while (this.runQueue.size > 0 && !this.closing && this.budget.left());
     }
   }
 
-  /** The next session's turn: its queued batches (until `deadline`), then its plan. */
-  private async turn(deadline: number): Promise<void> {
+  /** The most plans in flight at once (LoopOptions.maxConcurrentPlans, else PLAN_CONCURRENCY). */
+  private get maxConcurrentPlans(): number {
+    return Math.max(1, this.options.maxConcurrentPlans ?? PLAN_CONCURRENCY);
+  }
+
+  /**
+   * The next session's turn: its queued batches (while the slice lasts), then its plan, started and
+   * left to run beside the pump (or put in line when every plan slot is taken).
+   */
+  private turn(): void {
     const s = this.runQueue.values().next().value as LiveSession | undefined;
     if (!s) return;
     this.runQueue.delete(s);
     if (!this.sessions.has(s.sessionId)) return;
-    if (this.queued.has(s) && !this.applyQueued(s, deadline)) {
+    if (this.queued.has(s) && !this.applyQueued(s, () => this.budget.left())) {
       this.runQueue.add(s); // the rest in a later turn
       // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:
       // under sustained load the backlog never empties, and plans must still be made.
@@ -731,6 +777,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
     }
     if (!this.planQueue.has(s) || this.closing) return;
+    // Every slot taken, or others came first: wait in line (a finished plan calls the first).
+    const first = this.planWaiting.values().next().value as LiveSession | undefined;
+    if (this.plansRunning >= this.maxConcurrentPlans || (first !== undefined && first !== s)) {
+      this.planWaiting.add(s);
+      return;
+    }
+    this.planWaiting.delete(s);
     this.planQueue.delete(s);
     this.deferredPlans.delete(s);
     // Decide again: the session may have changed while it waited.
@@ -738,17 +791,31 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
     if (step.kind === 'wait') {
       this.consider(s, zone);
-      return;
+    } else if (step.kind === 'plan') {
+      this.startPlan(s, step.mode, step.advisory);
     }
-    if (step.kind !== 'plan') return;
-    const work = this.runPlan(s, step.mode, step.advisory);
-    this.inFlight.add(work);
-    try {
-      await work;
-    } finally {
-      this.inFlight.delete(work);
-    }
+    // A slot still free: the next in line need not wait for a plan to finish.
+    this.callNextWaiting();
   }
+
+  /** Start a session's plan in a plan slot; the turn goes on without it. */
+  private startPlan(s: LiveSession, mode: PlanMode, advisory: boolean): void {
+    this.plansRunning++;
+    const work: Promise<void> = this.runPlan(s, mode, advisory).finally(() => {
+      this.plansRunning--;
+      this.inFlight.delete(work);
+      this.callNextWaiting();
+    });
+    this.inFlight.add(work);
+  }
+
+  /** Give the first session waiting for a plan slot its turn, when a slot is free. */
+  private callNextWaiting(): void {
+    if (this.closing || this.plansRunning >= this.maxConcurrentPlans) return;
+    const first = this.planWaiting.values().next().value as LiveSession | undefined;
+    if (first) this.schedule(first);
+  }
+
 
   private async runPlan(s: LiveSession, mode: PlanMode, advisory: boolean): Promise<void> {
     try {
@@ -760,7 +827,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
       this.publish(s, plan);
     } catch (err) {
-      this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
+      if (this.stopping.signal.aborted) this.log.info({ sessionId: s.sessionId, mode }, 'plan abandoned: contextd is shutting down');
+      else this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
     } finally {
       // The model may have moved on while the plan was made: look again.
       if (this.sessions.has(s.sessionId)) this.consider(s, zoneOf(s.model.headroom(), this.options));
@@ -773,6 +841,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
     const model = s.model;
+    const slice = this.budget.hook();
+    const { signal } = this.stopping;
+    // A plan stops at its next step on shutdown (its summarizer call is aborted by `signal`).
+    const pause = (): Promise<void> | undefined => {
+      if (signal.aborted) return Promise.reject(signal.reason as Error);
+      return slice();
+    };
     const generation = s.life.generation;
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
     try {
@@ -785,6 +860,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         tokenCounter: this.deps.tokenCounter,
         cache: s.summaryCache,
         now: this.now,
+        pause,
+        signal,
         ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
       });
       if (s.life.generation !== generation) {
@@ -792,7 +869,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         return undefined;
       }
       // Originals go to the archive before anyone can apply the plan: nothing is lost.
-      if (plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, model, plan, generation))) {
+      if (plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, model, plan, generation, pause))) {
         this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was rebuilt while its originals were archived');
         return undefined;
       }
@@ -802,13 +879,19 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
   }
 
-  private async archiveOriginals(s: LiveSession, model: SessionModel, plan: Plan, generation: number): Promise<boolean> {
+  private async archiveOriginals(s: LiveSession, model: SessionModel, plan: Plan, generation: number, pause: () => Promise<void> | undefined): Promise<boolean> {
     const at = { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt };
     // A handle names its originals, and archived rows are never deleted: an edit proposed again
     // (the plan before was rejected or superseded) is only relinked by putMany, so its originals
     // are neither gathered nor scanned for secrets a second time.
     const known = new Set(plan.edits.filter((e) => this.deps.archive.has(e.handle)).map((e) => e.handle));
-    const fresh = await redactEntries(archiveEntries(model, plan.edits.filter((e) => !known.has(e.handle)), at), this.deps.archiveFilter);
+    // One edit's originals at a time, with a pause between: redacting runs a secret scan over
+    // every original, tens of ms for a large edit, and all at once would hold the event loop.
+    const fresh: Awaited<ReturnType<typeof redactEntries>> = [];
+    for (const e of archiveEntries(model, plan.edits.filter((x) => !known.has(x.handle)), at)) {
+      await pause();
+      fresh.push(...(await redactEntries([e], this.deps.archiveFilter)));
+    }
     const relinked = archiveEntries({ messagesOf: () => [] }, plan.edits.filter((e) => known.has(e.handle)), at).map((e) => ({ ...e, redactions: [] }));
     const entries = [...fresh, ...relinked];
     if (s.life.generation !== generation) return false;

@@ -1,7 +1,9 @@
 /**
  * Reading the warm snapshot (see snapshot-format.ts) and answering the template store's read
  * queries from it, so `bootstrap()` runs unchanged on it. This is on the hook's start-up path:
- * it loads no SQLite, no zod, no logger — only node:fs and pure helpers.
+ * it loads no SQLite, no zod, no logger — only node:fs and pure helpers. The file is read as
+ * bytes; only its header line is decoded and parsed up front, a template's detail line when a
+ * query first needs it (its items for `get`, its search text for a phrase query).
  *
  * Each query does what its SQL in store/templates.ts does: the same filters, orders and limits,
  * confidences decayed to `now` from evidence and age, and `search` ranks with the BM25 formula
@@ -14,7 +16,15 @@ import { itemConfidence } from '../store/confidence.js';
 import type { KnowledgeItem, Template, TemplateSummary, UserPattern } from '../store/templates.js';
 import type { TaskType } from '../text/tasks.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import { WARM_SNAPSHOT_FILE, WARM_SNAPSHOT_FORMAT, WARM_SNAPSHOT_VERSION, type SnapshotTemplate, type Unscored, type WarmSnapshotFile } from './snapshot-format.js';
+import {
+  WARM_SNAPSHOT_FILE,
+  WARM_SNAPSHOT_FORMAT,
+  WARM_SNAPSHOT_VERSION,
+  type SnapshotDetail,
+  type SnapshotTemplateHead,
+  type Unscored,
+  type WarmSnapshotHeader,
+} from './snapshot-format.js';
 import type { TemplateSource } from './source.js';
 
 const BM25_K1 = 1.2;
@@ -43,7 +53,7 @@ function phraseCount(docTokens: readonly string[], tokens: readonly string[]): n
   return n;
 }
 
-function summaryOf(t: SnapshotTemplate): TemplateSummary {
+function summaryOf(t: SnapshotTemplateHead): TemplateSummary {
   return {
     id: t.id,
     name: t.name,
@@ -65,51 +75,68 @@ function invalid(path: string, why: string): ContextdError {
   return new ContextdError(ErrorCode.WARM_SNAPSHOT_INVALID, `warm snapshot ${path} ${why}; the template store is read instead`, { path });
 }
 
-/** Check a parsed snapshot's envelope (written by us; a foreign or older file is refused, not guessed at). */
-export function parseWarmSnapshot(text: string, path = WARM_SNAPSHOT_FILE): WarmSnapshotFile {
+const NEWLINE = 0x0a;
+
+/**
+ * Parse a snapshot file's header and check it (written by us; a foreign or older file is
+ * refused, not guessed at). Details stay bytes until a query needs one.
+ */
+export function parseWarmSnapshot(data: Buffer | string, path = WARM_SNAPSHOT_FILE): SnapshotTemplateSource {
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  const end = bytes.indexOf(NEWLINE);
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = JSON.parse(bytes.toString('utf8', 0, end < 0 ? bytes.length : end));
   } catch (err) {
     throw invalid(path, `is not JSON (${(err as Error).message})`);
   }
-  const o = v as Partial<WarmSnapshotFile> | null;
+  const o = v as Partial<WarmSnapshotHeader> | null;
   if (typeof o !== 'object' || o === null || o.format !== WARM_SNAPSHOT_FORMAT) throw invalid(path, 'is not a contextd warm snapshot');
   if (o.version !== WARM_SNAPSHOT_VERSION) throw invalid(path, `has version ${String(o.version)}, this contextd reads ${WARM_SNAPSHOT_VERSION}`);
   const arrays = Array.isArray(o.templates) && Array.isArray(o.knowledge) && Array.isArray(o.patterns);
   if (!arrays || typeof o.repoKnowledge !== 'object' || o.repoKnowledge === null || typeof o.halfLifeMs !== 'number' || typeof o.writtenAt !== 'number')
     throw invalid(path, 'is incomplete');
+  const details = end < 0 ? Buffer.alloc(0) : bytes.subarray(end + 1);
   for (const t of o.templates as unknown[]) {
-    const s = (t as Partial<SnapshotTemplate> | null)?.search;
-    if (typeof (t as { id?: unknown } | null)?.id !== 'string' || !Array.isArray((t as SnapshotTemplate).items) || typeof s?.length !== 'number' || typeof s.tf !== 'object')
-      throw invalid(path, 'holds a malformed template');
+    const h = t as Partial<SnapshotTemplateHead> | null;
+    const at = h?.detail;
+    const located = Array.isArray(at) && Number.isInteger(at[0]) && Number.isInteger(at[1]) && at[0] >= 0 && at[1] >= 0 && at[0] + at[1] <= details.length;
+    if (typeof h?.id !== 'string' || typeof h.search?.length !== 'number' || typeof h.search.tf !== 'object' || !located) throw invalid(path, 'holds a malformed template');
   }
-  return o as WarmSnapshotFile;
+  return new SnapshotTemplateSource(o as WarmSnapshotHeader, details, path);
 }
 
 /**
  * The snapshot in `stateDir`, ready to query; undefined when there is none. Throws
- * WARM_SNAPSHOT_INVALID when the file is there but unusable.
+ * WARM_SNAPSHOT_INVALID when the file is there but unusable (queries throw it too, for a detail
+ * line that cannot be parsed).
  */
 export function readWarmSnapshot(stateDir: string): SnapshotTemplateSource | undefined {
   const path = join(stateDir, WARM_SNAPSHOT_FILE);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw invalid(path, `cannot be read (${(err as Error).message})`);
   }
-  return new SnapshotTemplateSource(parseWarmSnapshot(text, path));
+  return parseWarmSnapshot(bytes, path);
 }
 
 /** The template store's read queries, answered from a snapshot. */
 export class SnapshotTemplateSource implements TemplateSource {
-  private readonly byId: Map<string, SnapshotTemplate>;
+  private readonly byId: Map<string, SnapshotTemplateHead>;
   private readonly knowledgeById: Map<number, Unscored<KnowledgeItem>>;
   private readonly avgLength: number;
+  /** Detail lines parsed so far, by template id. */
+  private readonly parsed = new Map<string, SnapshotDetail>();
 
-  constructor(private readonly file: WarmSnapshotFile) {
+  /** Use {@link parseWarmSnapshot}: `details` are the bytes after the header line, which `file` locates. */
+  constructor(
+    private readonly file: WarmSnapshotHeader,
+    private readonly details: Buffer,
+    private readonly path: string,
+  ) {
     this.byId = new Map(file.templates.map((t) => [t.id, t]));
     this.knowledgeById = new Map(file.knowledge.map((k) => [k.id, k]));
     const total = file.templates.reduce((s, t) => s + t.search.length, 0);
@@ -121,6 +148,21 @@ export class SnapshotTemplateSource implements TemplateSource {
     return this.file.writtenAt;
   }
 
+  /** A template's detail line, parsed on first use; throws WARM_SNAPSHOT_INVALID when it is not one. */
+  private detail(t: SnapshotTemplateHead): SnapshotDetail {
+    let d = this.parsed.get(t.id);
+    if (d) return d;
+    const [offset, length] = t.detail;
+    try {
+      d = JSON.parse(this.details.toString('utf8', offset, offset + length)) as SnapshotDetail;
+    } catch (err) {
+      throw invalid(this.path, `holds an unreadable detail of template ${t.id} (${(err as Error).message})`);
+    }
+    if (typeof d !== 'object' || d === null || !Array.isArray(d.items) || typeof d.body !== 'string') throw invalid(this.path, `holds a malformed detail of template ${t.id}`);
+    this.parsed.set(t.id, d);
+    return d;
+  }
+
   /** BM25 matches for any of `terms`, best first; `rank` positive, higher is better (as the store's FTS5 query). */
   search(terms: readonly string[], limit = 50): { templateId: string; rank: number }[] {
     const clean = [...new Set(terms.map((t) => t.replace(/"/g, '').trim()).filter((t) => t.length > 0))].slice(0, MAX_MATCH_TERMS);
@@ -130,12 +172,12 @@ export class SnapshotTemplateSource implements TemplateSource {
     const docTokens = new Map<string, string[]>();
     // The term table comes from JSON.parse: a plain object, so only its own keys are terms
     // (`constructor` and its kin are inherited, not words a template holds).
-    const tf = (t: SnapshotTemplate, term: string): number => (Object.hasOwn(t.search.tf, term) ? (t.search.tf[term] ?? 0) : 0);
-    const freq = (t: SnapshotTemplate, phrase: readonly string[]): number => {
+    const tf = (t: SnapshotTemplateHead, term: string): number => (Object.hasOwn(t.search.tf, term) ? (t.search.tf[term] ?? 0) : 0);
+    const freq = (t: SnapshotTemplateHead, phrase: readonly string[]): number => {
       if (phrase.length === 1) return tf(t, phrase[0] as string);
       if (phrase.some((p) => tf(t, p) === 0)) return 0;
       let tokens = docTokens.get(t.id);
-      if (!tokens) docTokens.set(t.id, (tokens = fts5Tokens(t.search.body)));
+      if (!tokens) docTokens.set(t.id, (tokens = fts5Tokens(this.detail(t).body)));
       return phraseCount(tokens, phrase);
     };
     const freqs = phrases.map((p) => this.file.templates.map((t) => freq(t, p)));
@@ -185,8 +227,8 @@ export class SnapshotTemplateSource implements TemplateSource {
   get(id: string, now: number = Date.now()): Template | undefined {
     const t = this.byId.get(id);
     if (!t) return undefined;
-    const { knowledgeIds: _ids, search: _search, ...rest } = t;
-    const items = t.items.map((i) => ({ ...i, confidence: itemConfidence(i.evidence, i.updatedAt, now, this.file.halfLifeMs) }));
+    const { knowledgeIds: _ids, search: _search, detail: _detail, ...rest } = t;
+    const items = this.detail(t).items.map((i) => ({ ...i, confidence: itemConfidence(i.evidence, i.updatedAt, now, this.file.halfLifeMs) }));
     return { ...rest, items, knowledge: this.knowledgeFor([id], undefined, now) };
   }
 

@@ -10,7 +10,18 @@ import { join } from 'node:path';
 import type { KnowledgeItem, TemplateStore } from '../store/templates.js';
 import { writeFileAtomicSync } from '../util/atomic-write.js';
 import type { Logger } from '../util/logger.js';
-import { WARM_SNAPSHOT_FILE, WARM_SNAPSHOT_FORMAT, WARM_SNAPSHOT_VERSION, type SnapshotSearchText, type SnapshotTemplate, type Unscored, type WarmSnapshotFile } from './snapshot-format.js';
+import {
+  WARM_SNAPSHOT_FILE,
+  WARM_SNAPSHOT_FORMAT,
+  WARM_SNAPSHOT_VERSION,
+  type SnapshotDetail,
+  type SnapshotSearchText,
+  type SnapshotTemplate,
+  type SnapshotTemplateHead,
+  type Unscored,
+  type WarmSnapshotFile,
+  type WarmSnapshotHeader,
+} from './snapshot-format.js';
 import { fts5Tokens } from './snapshot-source.js';
 
 /** Most templates a snapshot holds; a larger store gets none. */
@@ -55,6 +66,23 @@ export function buildWarmSnapshot(store: TemplateStore, now: number = Date.now()
   };
 }
 
+/** The file text of a snapshot: its header line, then one detail line per template, located by byte range in the header (snapshot-format.ts). */
+export function encodeWarmSnapshot(file: WarmSnapshotFile): string {
+  const lines: string[] = [];
+  let offset = 0;
+  const templates = file.templates.map(({ items, search: { body, ...search }, ...rest }): SnapshotTemplateHead => {
+    // JSON.stringify escapes every newline inside strings: one detail per line.
+    const line = JSON.stringify({ items, body } satisfies SnapshotDetail);
+    const length = Buffer.byteLength(line, 'utf8');
+    const head = { ...rest, search, detail: [offset, length] as const };
+    lines.push(line);
+    offset += length + 1;
+    return head;
+  });
+  const header: WarmSnapshotHeader = { ...file, templates };
+  return `${[JSON.stringify(header), ...lines].join('\n')}\n`;
+}
+
 /** Size limits of a snapshot (defaults MAX_SNAPSHOT_TEMPLATES, MAX_SNAPSHOT_BYTES). */
 export interface SnapshotLimits {
   readonly maxTemplates?: number;
@@ -87,7 +115,7 @@ export function writeWarmSnapshot(store: TemplateStore, stateDir: string, now: n
     rmSync(path, { force: true });
     return { written: false, templates: count, bytes: 0, skipped: `${count} templates, over ${maxTemplates}` };
   }
-  const text = JSON.stringify(buildWarmSnapshot(store, now));
+  const text = encodeWarmSnapshot(buildWarmSnapshot(store, now));
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
     rmSync(path, { force: true });

@@ -1,15 +1,17 @@
 /**
  * `contextd hook` runs on an agent's critical path, once per event: its start-up must stay lean.
  * Each case spawns the built hook (bin/contextd.js, as installed hooks run it) under a preload
- * that records every module it loads — ESM through a module-loader hook, CommonJS from the
- * require cache at exit — and pins that no heavy library is among them. No timing is asserted
+ * that records every module it loads — the launcher, the hook bundle and npm packages from the
+ * require cache at exit, and the Node built-ins loaded after the preload from
+ * process.moduleLoadList (as `node:NAME`) — and pins that no heavy library is among them. The
+ * hook path is CommonJS throughout (an ES module import, such as the fallback to dist/src/,
+ * would leave the bundle out of the require cache and fail the first check). No timing is asserted
  * (`npm run bench -- hooks` measures that); what is loaded decides it.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { CONTEXTD_BIN } from '../agents/harness.js';
@@ -27,25 +29,16 @@ let tracer: string;
 const traceDir = mkdtempSync(join(tmpdir(), 'contextd-hook-trace-'));
 afterAll(() => rmSync(traceDir, { recursive: true, force: true }));
 beforeAll(() => {
-  const dir = traceDir;
-  const hooks = join(dir, 'trace-hooks.mjs');
-  writeFileSync(
-    hooks,
-    `import { appendFileSync } from 'node:fs';
-export async function load(url, context, next) {
-  appendFileSync(process.env.CONTEXTD_LOAD_TRACE, url + '\\n');
-  return next(url, context);
-}
-`,
-  );
-  tracer = join(dir, 'trace.mjs');
+  // A CommonJS preload (-r), not an ESM loader hook: registering one would itself load node:net
+  // and send the CommonJS launcher through the ESM loader, changing what is measured.
+  tracer = join(traceDir, 'trace.cjs');
   writeFileSync(
     tracer,
-    `import { register, createRequire } from 'node:module';
-import { appendFileSync } from 'node:fs';
-register(${JSON.stringify(pathToFileURL(hooks).href)});
-const cache = createRequire(import.meta.url).cache;
-process.on('exit', () => appendFileSync(process.env.CONTEXTD_LOAD_TRACE, Object.keys(cache).join('\\n') + '\\n'));
+    `'use strict';
+const { appendFileSync } = require('node:fs');
+const before = new Set(process.moduleLoadList);
+const builtins = () => process.moduleLoadList.filter((m) => !before.has(m) && m.startsWith('NativeModule ')).map((m) => 'node:' + m.slice('NativeModule '.length));
+process.on('exit', () => appendFileSync(process.env.CONTEXTD_LOAD_TRACE, [...Object.keys(require.cache), ...builtins()].join('\\n') + '\\n'));
 `,
   );
 });
@@ -53,7 +46,7 @@ process.on('exit', () => appendFileSync(process.env.CONTEXTD_LOAD_TRACE, Object.
 interface HookRun {
   readonly code: number | null;
   readonly stdout: string;
-  /** Every module file the hook process loaded (file: URLs and paths). */
+  /** Every module file the hook process loaded (paths), and the built-ins it loaded (`node:NAME`). */
   readonly loaded: string[];
 }
 
@@ -61,7 +54,7 @@ function runHook(d: DaemonDir, agent: string, event: Record<string, unknown>, ex
   const trace = join(d.dir, `trace-${Date.now()}-${Math.random().toString(36).slice(2)}.txt`);
   writeFileSync(trace, '');
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', tracer, CONTEXTD_BIN, 'hook', agent, '--state', d.state, '--socket', d.socket, ...extra], {
+    const p = spawn(process.execPath, ['-r', tracer, CONTEXTD_BIN, 'hook', agent, '--state', d.state, '--socket', d.socket, ...extra], {
       env: { PATH: process.env['PATH'], HOME: d.dir, CONTEXTD_LOAD_TRACE: trace },
       stdio: ['pipe', 'pipe', 'inherit'],
     });
@@ -80,9 +73,9 @@ function heavy(loaded: readonly string[]): string[] {
 
 function expectLean(r: HookRun, allowed: readonly string[] = []): void {
   expect(r.code).toBe(0);
-  // The trace saw the hook itself, from the bundle (dist/hook/, built with dist/ by the global
-  // setup): an empty trace would pass every exclusion below.
-  expect(r.loaded.some((f) => f.endsWith('/dist/hook/hook.js'))).toBe(true);
+  // The trace saw the hook itself, from the CommonJS bundle (dist/hook/, built with dist/ by the
+  // global setup): an empty trace would pass every exclusion below.
+  expect(r.loaded.some((f) => f.endsWith('/dist/hook/hook.cjs'))).toBe(true);
   expect(r.loaded.filter((f) => f.includes('/dist/src/'))).toEqual([]);
   expect(heavy(r.loaded)).toEqual([...allowed]);
 }
@@ -117,6 +110,8 @@ describe('contextd hook start-up', () => {
     const r = await runHook(d, 'claude-code', prompt(d), ['--budget', '400']);
     expectLean(r);
     expect(r.loaded.some((f) => /\/dist\/hook\/hook-warm-/.test(f))).toBe(true);
+    // The answer goes to fd 1 with one write, not through process.stdout's socket stream.
+    expect(r.loaded.filter((f) => f === 'node:net' || f === 'node:tty')).toEqual([]);
     const bound = Number(/\(at most (\d+) tokens\)/.exec(contextOf(r))?.[1]);
     expect(bound).toBeGreaterThan(0);
     expect(bound).toBeLessThanOrEqual(400);
@@ -145,6 +140,9 @@ describe('contextd hook start-up', () => {
     const slow = ['--timeout-ms', '10000'];
     const claude = await runHook(d, 'claude-code', prompt(d, 'c1'), slow);
     expectLean(claude);
+    // The socket client is loaded on this path: the trace does see built-ins (so the node:net
+    // exclusions above can fail).
+    expect(claude.loaded).toContain('node:net');
     expect(contextOf(claude)).toMatch(/^contextd warm start: .* \(\d+ tokens\)\./);
     const codex = await runHook(d, 'codex', prompt(d, 'x1'), slow);
     expectLean(codex);

@@ -3,24 +3,32 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { SessionManager } from '../../src/daemon/sessions.js';
 import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
-import { createSummarizer, type Plan } from '../../src/compact/index.js';
+import { createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { redactMessages } from '../../src/harvest/index.js';
+import { zoneOf } from '../../src/daemon/lifecycle.js';
 
 const dirs: string[] = [];
 const dbs: Db[] = [];
-afterEach(() => {
+const servers: http.Server[] = [];
+const managers: SessionManager[] = [];
+afterEach(async () => {
+  // plans still in flight (a held summarizer) end before their database closes
+  for (const m of managers.splice(0)) await m.drain();
+  await Promise.all(servers.splice(0).map((x) => new Promise<void>((r) => { x.closeAllConnections(); x.close(() => r()); })));
   for (const db of dbs.splice(0)) if (db.open) db.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idleTimeoutMs?: number } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -36,9 +44,10 @@ function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idl
   const freed: number[] = [];
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
-    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
+    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
   );
+  managers.push(manager);
   if (opts.full) {
     // A real SQLITE_FULL from here on: the file may not grow past its current size.
     db.exec('CREATE TABLE IF NOT EXISTS filler (x BLOB)');
@@ -75,7 +84,8 @@ function extra(k: number): TranscriptEvent[] {
 
 describe('SessionManager', () => {
   it('plans sessions in turn: a session that keeps changing waits behind the others, and I/O runs between plans', async () => {
-    const { manager } = setup();
+    // One plan slot: plans wait in line for it, in the order they came due.
+    const { manager } = setup({ maxConcurrentPlans: 1 });
     const order: string[] = [];
     let aChanges = 0;
     const done = new Promise<void>((resolve) => {
@@ -89,10 +99,12 @@ describe('SessionManager', () => {
     manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
     manager.ingest('/t/b.jsonl', 'b', 'openai-chat', events(10));
     manager.ingest('/t/c.jsonl', 'c', 'openai-chat', events(10));
-    // Queued after the first plan's turn: it must run before the second plan starts.
+    // Queued before the first turn: a plan yields to the event loop between its steps, so this
+    // runs before even the first plan is finished.
     setImmediate(() => order.push('io'));
     await done;
-    expect(order).toEqual(['a', 'io', 'b', 'c', 'a', 'a', 'a', 'a']);
+    // 'a' came due again while 'b' and 'c' waited for the slot: it waits behind them.
+    expect(order).toEqual(['io', 'a', 'b', 'c', 'a', 'a', 'a', 'a']);
     expect(aChanges).toBe(4);
   });
 
@@ -228,7 +240,8 @@ describe('SessionManager run queue (transcript batches and plans in turns)', () 
   });
 
   it('a busy session never delays another: its backlog is applied over several turns, its plans coalesced', async () => {
-    const { manager } = setup();
+    // One plan slot, so the plan that starts first is the one published first.
+    const { manager } = setup({ maxConcurrentPlans: 1 });
     const planned: { id: string; tokens: number }[] = [];
     manager.on('plan', (s, plan) => planned.push({ id: s.sessionId, tokens: plan.tokensBefore }));
     const a = batches(events(10), 20);
@@ -294,5 +307,152 @@ describe('SessionManager run queue (transcript batches and plans in turns)', () 
     await room;
     expect(free).toBe(true);
     expect(manager.get('e')?.model.tokens()).toBeGreaterThan(0);
+  });
+});
+
+/**
+ * A real local OpenAI-compatible summarizer endpoint whose first request is held until
+ * `release()` (an LLM taking its time); every other request is answered at once.
+ */
+async function slowLlm(): Promise<{ summarizer: Summarizer; requests: () => number; held: () => boolean; release: () => void }> {
+  let count = 0;
+  let held: http.ServerResponse | undefined;
+  const answer = (res: http.ServerResponse): void => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'Checked the pool settings; tests pass.' } }] }));
+  };
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (count++ === 0) held = res;
+      else answer(res);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return {
+    summarizer: createSummarizer({ kind: 'openai', baseUrl, model: 'slow', timeoutMs: 120_000, maxTokens: 300 }),
+    requests: () => count,
+    held: () => held !== undefined && !held.writableEnded,
+    release: () => {
+      if (held) answer(held);
+    },
+  };
+}
+
+describe('SessionManager plans beside the turns (a slow summarizer holds nobody up)', () => {
+  it('while one session waits for its LLM summary, another is ingested and planned, its own lines are applied, and it re-plans once after', async () => {
+    const llm = await slowLlm();
+    const { manager } = setup({ summarizer: llm.summarizer });
+    const plans: { id: string; tokens: number }[] = [];
+    manager.on('plan', (s, plan) => plans.push({ id: s.sessionId, tokens: plan.tokensBefore }));
+    const a = manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', events(10), 1000, 1000);
+    await vi.waitFor(() => expect(llm.held()).toBe(true), { timeout: 60_000 });
+    expect(a.life.planning).toBe(true);
+    const tokensAtPlan = a.model.tokens();
+
+    // b arrives and is planned while a's summary is still awaited.
+    const b = manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', events(10), 1000, 1000);
+    await vi.waitFor(() => expect(plans.map((p) => p.id)).toEqual(['b']), { timeout: 60_000 });
+    expect(b.model.tokens()).toBeGreaterThan(0);
+    // a's own new lines are applied too (nothing waits at the read gate), its plan still out.
+    manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', extra(1), 1100, 100);
+    manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', extra(2), 1200, 100);
+    await manager.settled();
+    expect(manager.room()).toBeUndefined();
+    expect(a.model.tokens()).toBeGreaterThan(tokensAtPlan);
+    expect(a.tailOffset).toBe(1200);
+    expect(llm.held()).toBe(true);
+    expect(plans.map((p) => p.id)).toEqual(['b']);
+
+    llm.release();
+    // a's plan (of the model it started from), then one more for the lines that came meanwhile.
+    await vi.waitFor(() => expect(plans.filter((p) => p.id === 'a')).toHaveLength(2), { timeout: 60_000 });
+    expect(plans.filter((p) => p.id === 'a').map((p) => p.tokens)).toEqual([tokensAtPlan, a.model.tokens()]);
+  });
+
+  it('bounds the plans in flight: with one slot, a due plan waits for it while its lines are applied', async () => {
+    const llm = await slowLlm();
+    const { manager } = setup({ summarizer: llm.summarizer, maxConcurrentPlans: 1 });
+    const plans: string[] = [];
+    manager.on('plan', (s) => plans.push(s.sessionId));
+    manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', events(10), 1000, 1000);
+    await vi.waitFor(() => expect(llm.held()).toBe(true), { timeout: 60_000 });
+    const b = manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', events(10), 1000, 1000);
+    const c = manager.enqueue('/t/c.jsonl', 'c', 'openai-chat', events(10), 1000, 1000);
+    await manager.settled();
+    // Their lines are in; their plans are due but wait for the slot a holds (no request of theirs went out).
+    expect(b.model.tokens()).toBeGreaterThan(0);
+    expect(c.model.tokens()).toBeGreaterThan(0);
+    await new Promise((r) => setImmediate(r));
+    expect(manager.all().filter((x) => x.life.planning).map((x) => x.sessionId)).toEqual(['a']);
+    const sent = llm.requests();
+    llm.release();
+    await vi.waitFor(() => expect(plans).toEqual(['a', 'b', 'c']), { timeout: 60_000 });
+    expect(llm.requests()).toBeGreaterThan(sent);
+  });
+
+  it('a plan queued mid-backlog is put off until the backlog is applied, never made on a partly applied model', async () => {
+    const all = events(10);
+    // The batch whose lines take the session past the soft watermark (its plan comes due there).
+    const ref = setup().manager;
+    const parts = Array.from({ length: 40 }, (_, i) => all.slice(Math.floor((i * all.length) / 40), Math.floor(((i + 1) * all.length) / 40))).filter((p) => p.length > 0);
+    let due = -1;
+    for (const [i, p] of parts.entries()) {
+      const r = ref.ingest('/t/r.jsonl', 'r', 'openai-chat', p);
+      if (zoneOf(r.model.headroom(), ref.watermarks()) !== 'ok') {
+        due = i;
+        break;
+      }
+    }
+    expect(due).toBeGreaterThan(2);
+    // The backlog ends one batch after that: one turn's deferral covers the rest.
+    const backlog = parts.slice(0, due + 2);
+    const full = setup().manager.ingest('/t/f.jsonl', 'f', 'openai-chat', backlog.flat()).model.tokens();
+
+    const { manager } = setup();
+    const plans: number[] = [];
+    manager.on('plan', (_s, plan) => plans.push(plan.tokensBefore));
+    // turnSliceMs 0: one batch per turn, so the plan comes due with one batch still queued.
+    for (const [i, b] of backlog.entries()) manager.enqueue('/t/x.jsonl', 'x', 'openai-chat', b, (i + 1) * 100, 100);
+    await manager.settled();
+    await vi.waitFor(() => expect(plans.length).toBeGreaterThan(0), { timeout: 60_000 });
+    expect(plans[0]).toBe(full);
+  });
+});
+
+describe('SessionManager shutdown', () => {
+  it('drain() does not wait for a summarizer that has not answered: the plan is abandoned at once', async () => {
+    const llm = await slowLlm();
+    const { manager, lines } = setup({ summarizer: llm.summarizer });
+    const plans: string[] = [];
+    manager.on('plan', (s) => plans.push(s.sessionId));
+    const a = manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', events(10), 1000, 1000);
+    await vi.waitFor(() => expect(llm.held()).toBe(true), { timeout: 60_000 });
+    await manager.drain();
+    // The LLM never answered (its request is still held), and nothing was published.
+    expect(llm.held()).toBe(true);
+    expect(a.life.planning).toBe(false);
+    expect(plans).toEqual([]);
+    expect(lines.filter((l) => l['msg'] === 'plan abandoned: contextd is shutting down').map((l) => l['sessionId'])).toEqual(['a']);
+    expect(lines.filter((l) => l['msg'] === 'planning failed; will retry when the session changes')).toEqual([]);
+  });
+
+  it('drain() drops lines read but not applied, and frees a read waiting at the gate', async () => {
+    const { manager } = setup();
+    const ids = Array.from({ length: 20 }, (_, i) => `q${i}`);
+    for (const id of ids) manager.enqueue(`/t/${id}.jsonl`, id, 'openai-chat', events(10), 1000, 1024 * 1024);
+    // 20 MiB waiting: a tailer asking for room would wait.
+    const room = manager.room();
+    expect(room).toBeInstanceOf(Promise);
+    await manager.drain();
+    await room;
+    expect(manager.room()).toBeUndefined();
+    // The backlog was dropped, not applied on the way out.
+    expect(ids.filter((id) => (manager.get(id)?.model.tokens() ?? 0) > 0)).toEqual([]);
+    // Nothing is taken after the drain.
+    manager.enqueue('/t/q0.jsonl', 'q0', 'openai-chat', extra(1), 1100, 100);
+    await manager.settled();
+    expect(manager.get('q0')?.model.tokens()).toBe(0);
   });
 });

@@ -1,5 +1,6 @@
 /** `contextd hook` as an agent runs it: a child process, JSON on stdin, never failing the agent. */
 import { spawn } from 'node:child_process';
+import { createServer, type Socket } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,10 +17,10 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function hook(dir: string, input: string, agent = 'claude-code'): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function hook(dir: string, input: string, agent = 'claude-code', flags = `--socket "${dir}/none.sock"`): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const inFile = join(dir, 'in.json');
   writeFileSync(inFile, input);
-  return run('/bin/sh', ['-c', `exec "${process.execPath}" "${CONTEXTD_BIN}" hook ${agent} --state "${dir}/state" --socket "${dir}/none.sock" < "${inFile}"`], dir, { PATH: process.env['PATH'], HOME: dir });
+  return run('/bin/sh', ['-c', `exec "${process.execPath}" "${CONTEXTD_BIN}" hook ${agent} --state "${dir}/state" ${flags} < "${inFile}"`], dir, { PATH: process.env['PATH'], HOME: dir });
 }
 
 describe('contextd hook', () => {
@@ -43,6 +44,30 @@ describe('contextd hook', () => {
     child.kill();
     expect(code).toBe(0);
     expect(readFileSync(join(dir, 'state', 'hooks.log'), 'utf8')).toContain('bootstrapping from the state folder');
+  }, 20_000);
+
+  it('with a daemon that accepts but never answers: gives up at its socket timeout and exits, even when the connection is made after it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxd-hook-'));
+    dirs.push(dir);
+    // A real socket that takes connections and holds them open, answering nothing (a hung daemon).
+    const held: Socket[] = [];
+    const server = createServer((c) => void held.push(c));
+    const socket = join(dir, 'hung.sock');
+    await new Promise<void>((resolve) => server.listen(socket, resolve));
+    try {
+      const event = JSON.stringify({ hook_event_name: 'UserPromptSubmit', session_id: 's1', prompt: 'fix the build', cwd: dir });
+      // 1 ms: the deadline passes while the socket client loads and connects, so the connection
+      // is made after it; a hook that kept it would wait here until the server closed it.
+      for (const timeoutMs of [1, 100]) {
+        const r = await hook(dir, event, 'claude-code', `--socket "${socket}" --timeout-ms ${timeoutMs}`);
+        expect(r).toMatchObject({ code: 0, stdout: '' });
+        expect(readFileSync(join(dir, 'state', 'hooks.log'), 'utf8')).toContain(`contextd did not answer warm.bootstrap within ${timeoutMs} ms`);
+      }
+      expect(held.length).toBeGreaterThan(0);
+    } finally {
+      for (const c of held) c.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
   }, 20_000);
 
   it('with the daemon down and no templates: exits 0, no output, notes the fallback', async () => {
@@ -73,13 +98,25 @@ describe('contextd hook', () => {
     expect(fromSnapshot.stdout).toContain('contextd warm start');
     expect(logLines().map((l) => l['msg'])).toContain('warm bootstrap read from the warm snapshot');
 
-    writeFileSync(snapshot, '{"format":"contextd-warm-snapshot","version":1,"templ');
+    const good = readFileSync(snapshot, 'utf8');
+    writeFileSync(snapshot, '{"format":"contextd-warm-snapshot","version":2,"templ');
     const fromStore = await hook(dir, event);
     // Same answer: the snapshot holds what the store holds.
     expect(fromStore).toMatchObject({ code: 0, stdout: fromSnapshot.stdout });
     const notes = logLines().slice(-2);
     expect(notes[0]).toMatchObject({ msg: 'warm snapshot unusable; reading the template store', code: 'WARM_SNAPSHOT_INVALID' });
     expect(notes[1]).toMatchObject({ msg: 'warm bootstrap read from the template store' });
+
+    // A sound header whose template details are corrupt (each detail line overwritten in place):
+    // found only when the bootstrap reads a picked template, and still answered from the store.
+    const [header, ...details] = good.split('\n');
+    writeFileSync(snapshot, [header, ...details.map((d) => '#'.repeat(Buffer.byteLength(d, 'utf8')))].join('\n'));
+    const fromStoreAgain = await hook(dir, event);
+    expect(fromStoreAgain).toMatchObject({ code: 0, stdout: fromSnapshot.stdout });
+    const later = logLines().slice(-2);
+    expect(later[0]).toMatchObject({ msg: 'warm snapshot unusable; reading the template store', code: 'WARM_SNAPSHOT_INVALID' });
+    expect(String(later[0]?.['err'])).toMatch(/unreadable detail of template t-/);
+    expect(later[1]).toMatchObject({ msg: 'warm bootstrap read from the template store' });
   });
 
   it('PostCompact archives the originals with secrets redacted, and says what was redacted', async () => {

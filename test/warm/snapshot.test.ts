@@ -15,8 +15,8 @@ import { isContextdError } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { bootstrap } from '../../src/warm/index.js';
 import { WARM_SNAPSHOT_FILE } from '../../src/warm/snapshot-format.js';
-import { fts5Tokens, parseWarmSnapshot, readWarmSnapshot, SnapshotTemplateSource } from '../../src/warm/snapshot-source.js';
-import { buildWarmSnapshot, refreshWarmSnapshot, writeWarmSnapshot } from '../../src/warm/snapshot.js';
+import { fts5Tokens, parseWarmSnapshot, readWarmSnapshot, type SnapshotTemplateSource } from '../../src/warm/snapshot-source.js';
+import { buildWarmSnapshot, encodeWarmSnapshot, refreshWarmSnapshot, writeWarmSnapshot } from '../../src/warm/snapshot.js';
 import { generatedCorpus, writeTranscripts } from '../fixtures/transcripts.js';
 import { cleanup, tempDir, tempStore } from '../harvest/fixtures.js';
 
@@ -37,6 +37,11 @@ beforeAll(async () => {
 });
 afterAll(() => cleanup());
 
+/** The snapshot of `store` as the hook reads it: encoded to the file's text, then parsed. */
+function snapshotOf(s: TemplateStore): SnapshotTemplateSource {
+  return parseWarmSnapshot(encodeWarmSnapshot(buildWarmSnapshot(s, NOW)));
+}
+
 describe('warm snapshot', () => {
   it('is written owner-only and read back as what the store holds', () => {
     const r = writeWarmSnapshot(store, stateDir, NOW);
@@ -55,7 +60,7 @@ describe('warm snapshot', () => {
   });
 
   it('answers search, list, knowledge and patterns as the SQLite store does (property)', () => {
-    const source = new SnapshotTemplateSource(buildWarmSnapshot(store, NOW));
+    const source = snapshotOf(store);
     const repos = [...new Set(store.list().map((t) => t.repo)), 'acme/none', ''];
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 8 }), fc.constantFrom(...repos), (words, repo) => {
@@ -76,7 +81,7 @@ describe('warm snapshot', () => {
   });
 
   it('treats words that name Object.prototype members as plain words (constructor, toString)', () => {
-    const source = new SnapshotTemplateSource(parseWarmSnapshot(JSON.stringify(buildWarmSnapshot(store, NOW))));
+    const source = snapshotOf(store);
     for (const extra of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
       const terms = ['parser', extra];
       const fromSnapshot = source.search(terms, 60);
@@ -86,7 +91,7 @@ describe('warm snapshot', () => {
   });
 
   it('gives the same bootstrap as the store for any task, repo and budget (property)', () => {
-    const source = new SnapshotTemplateSource(buildWarmSnapshot(store, NOW));
+    const source = snapshotOf(store);
     fc.assert(
       fc.property(
         fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 10 }),
@@ -117,13 +122,41 @@ describe('warm snapshot', () => {
       }
       throw new Error('accepted');
     };
-    const good = JSON.parse(JSON.stringify(buildWarmSnapshot(store, NOW))) as Record<string, unknown>;
+    const [headLine, ...details] = encodeWarmSnapshot(buildWarmSnapshot(store, NOW)).split('\n');
+    const good = JSON.parse(headLine!) as Record<string, unknown> & { templates: { detail: [number, number] }[] };
+    const withHeader = (header: unknown): string => [JSON.stringify(header), ...details].join('\n');
     expect(bad('{"format":"contextd-warm-snapshot","vers')).toMatch(/not JSON/);
     expect(bad('[]')).toMatch(/not a contextd warm snapshot/);
-    expect(bad(JSON.stringify({ ...good, version: 99 }))).toMatch(/version 99/);
-    expect(bad(JSON.stringify({ ...good, patterns: undefined }))).toMatch(/incomplete/);
-    expect(bad(JSON.stringify({ ...good, templates: [{ id: 'x' }] }))).toMatch(/malformed template/);
-    expect(parseWarmSnapshot(JSON.stringify(good)).templates.length).toBe(store.count());
+    expect(bad(withHeader({ ...good, version: 99 }))).toMatch(/version 99/);
+    // A version-1 file (one JSON document, before detail lines) is refused, not misread.
+    expect(bad(JSON.stringify({ ...good, version: 1 }))).toMatch(/version 1, this contextd reads 2/);
+    expect(bad(withHeader({ ...good, patterns: undefined }))).toMatch(/incomplete/);
+    expect(bad(withHeader({ ...good, templates: [{ id: 'x' }] }))).toMatch(/malformed template/);
+    // A detail range past the end of the file (a truncated file) is refused up front.
+    const [first, ...others] = good.templates;
+    expect(bad(withHeader({ ...good, templates: [{ ...first, detail: [0, 1e9] }, ...others] }))).toMatch(/malformed template/);
+    expect(parseWarmSnapshot(withHeader(good)).list()).toHaveLength(store.count());
+  });
+
+  it('parses a template\'s detail line only when a query needs it, and refuses a corrupt one when it does', () => {
+    const text = encodeWarmSnapshot(buildWarmSnapshot(store, NOW));
+    const [headLine, firstDetail, ...rest] = text.split('\n');
+    // Same length, not JSON: the header's byte ranges still hold, the detail does not parse.
+    const corrupt = [headLine, '#'.repeat(Buffer.byteLength(firstDetail!, 'utf8')), ...rest].join('\n');
+    const source = parseWarmSnapshot(corrupt, 'x.json');
+    const [broken, ...fine] = store.list();
+    // Queries that read only the header still work, as do the other templates' details...
+    expect(source.list().map((t) => t.id)).toEqual(store.list().map((t) => t.id));
+    for (const t of fine) expect(source.get(t.id, NOW)).toEqual(store.get(t.id, NOW));
+    // ...and the corrupt one is refused with the snapshot's error, so the hook falls back to the store.
+    let err: unknown;
+    try {
+      source.get(broken!.id, NOW);
+    } catch (e) {
+      err = e;
+    }
+    expect(isContextdError(err, 'WARM_SNAPSHOT_INVALID')).toBe(true);
+    expect((err as Error).message).toContain(`unreadable detail of template ${broken!.id}`);
   });
 
   it('is not written past its limits, and an older one is removed then (the hook reads the store)', () => {
