@@ -64,6 +64,8 @@ export const configFileSchema = z
         maxSessionTokens: z.number().int().min(0).optional(),
         /** A subscribed session is released only after this long without an append (default 60 s). */
         releaseAfterMs: z.number().int().min(0).optional(),
+        /** A session with no append for this long is released even within the budget; 0 = never (default 5 min). */
+        idleReleaseMs: z.number().int().min(0).optional(),
       })
       .strict()
       .optional(),
@@ -196,6 +198,7 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
     memory: Object.freeze({
       maxSessionTokens: c.memory?.maxSessionTokens ?? MEMORY_DEFAULTS.maxSessionTokens,
       releaseAfterMs: c.memory?.releaseAfterMs ?? MEMORY_DEFAULTS.releaseAfterMs,
+      idleReleaseMs: c.memory?.idleReleaseMs ?? MEMORY_DEFAULTS.idleReleaseMs,
     }),
     followSymlinks: c.followSymlinks ?? false,
     maxClients: c.maxClients ?? DEFAULTS.maxClients,

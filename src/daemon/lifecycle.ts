@@ -264,10 +264,12 @@ export interface MemoryBudget {
   readonly maxSessionTokens: number;
   /** A subscribed session is released only after this long without an append. */
   readonly releaseAfterMs: number;
+  /** A session with no append for this long is released even while the total is within the budget (0 = never). */
+  readonly idleReleaseMs: number;
 }
 
 /** Defaults of `memory`: see docs/configuration.md for how 8 M tokens was sized. */
-export const MEMORY_DEFAULTS: MemoryBudget = Object.freeze({ maxSessionTokens: 8_000_000, releaseAfterMs: 60_000 });
+export const MEMORY_DEFAULTS: MemoryBudget = Object.freeze({ maxSessionTokens: 8_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000 });
 
 /** One in-memory session as the budget sees it. */
 export interface HeldSession {
@@ -298,4 +300,14 @@ export function sessionsToRelease(held: readonly HeldSession[], budget: MemoryBu
     total -= h.tokens;
   }
   return out;
+}
+
+/**
+ * Which sessions to release because they have been idle: every releasable one with no append
+ * for `idleReleaseMs` (and, when subscribed, for `releaseAfterMs`), whatever the total.
+ */
+export function idleSessionsToRelease(held: readonly HeldSession[], budget: MemoryBudget, now: number): string[] {
+  if (budget.idleReleaseMs <= 0) return [];
+  const after = (h: HeldSession): number => (h.subscribed ? Math.max(budget.idleReleaseMs, budget.releaseAfterMs) : budget.idleReleaseMs);
+  return held.filter((h) => h.releasable && h.tokens > 0 && now - h.lastActivityAt >= after(h)).map((h) => h.sessionId);
 }

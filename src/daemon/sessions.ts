@@ -13,7 +13,7 @@ import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
 import { IngestQueue } from './ingest-queue.js';
 import { LoopBudget, type BudgetWorker } from './loop-budget.js';
-import { ADVISORY_PLAN_INTERVAL_MS, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type MemoryBudget, type Zone } from './lifecycle.js';
+import { ADVISORY_PLAN_INTERVAL_MS, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
 export interface LoopOptions {
@@ -301,23 +301,42 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
     if (budget.maxSessionTokens <= 0 || this.heldTokens() <= budget.maxSessionTokens) return;
-    const held = [...this.sessions.values()]
+    for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
+      const s = this.sessions.get(id);
+      if (s) this.release(s, 'memory budget');
+    }
+  }
+
+  /**
+   * Release the sessions idle for `memory.idleReleaseMs` (the daemon asks periodically), so an
+   * idle daemon holds no session models whatever the budget. Returns how many were released.
+   */
+  releaseIdle(): number {
+    const budget = this.options.memory ?? MEMORY_DEFAULTS;
+    if (budget.idleReleaseMs <= 0 || this.closing) return 0;
+    const ids = idleSessionsToRelease(this.held(undefined), budget, this.now());
+    for (const id of ids) {
+      const s = this.sessions.get(id);
+      if (s) this.release(s, 'idle');
+    }
+    return ids.length;
+  }
+
+  /** The in-memory tailed sessions as the memory budget sees them. */
+  private held(keep: LiveSession | undefined): HeldSession[] {
+    return [...this.sessions.values()]
       .filter((s) => s.source === 'transcript' && !s.released)
       .map((s) => ({
         sessionId: s.sessionId,
         tokens: s.model.tokens(),
         lastActivityAt: s.lastActivityAt,
-        releasable: s !== keep && s.fed === undefined && s.tailOffset !== undefined && s.life.releasable && !this.planQueue.has(s) && !this.queued.has(s),
+        releasable: s !== keep && s.fed === undefined && s.tailOffset !== undefined && s.life.releasable && !this.planQueue.has(s) && !this.queued.has(s) && s.restoring === undefined,
         subscribed: this.subscribedTo(s),
       }));
-    for (const id of sessionsToRelease(held, budget, this.now())) {
-      const s = this.sessions.get(id);
-      if (s) this.release(s);
-    }
   }
 
   /** Drop a session's model and caches; it keeps its id, tail offset and lifecycle. */
-  private release(s: LiveSession): void {
+  private release(s: LiveSession, why: 'memory budget' | 'idle'): void {
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
@@ -325,7 +344,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.released = { offset: s.tailOffset ?? 0, headroom };
     s.model = this.newModel(s.sessionId);
     s.summaryCache = new SummaryCache();
-    this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset }, 'session released from memory (memory budget); rebuilt from its transcript when needed');
+    this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
     this.deps.memoryFreed?.();
   }
 

@@ -60,7 +60,7 @@ export class TranscriptDecoder {
 
   constructor(options: TranscriptDecoderOptions = {}) {
     this.options = options;
-    this.framer = new LineFramer({ maxLineBytes: options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES, startOffset: options.startOffset ?? 0 });
+    this.framer = new LineFramer({ maxLineBytes: options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES, startOffset: options.startOffset ?? 0, borrowLines: true });
     this.setFormat(options.format);
   }
 
@@ -109,7 +109,7 @@ export class TranscriptDecoder {
 
   /** Forget everything (after truncation or rotation): the next push starts at `offset`. */
   reset(offset = 0): void {
-    this.framer = new LineFramer({ maxLineBytes: this.options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES, startOffset: offset });
+    this.framer = new LineFramer({ maxLineBytes: this.options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES, startOffset: offset, borrowLines: true });
     Object.assign(this.counts, emptyCounts());
     this.undetected = [];
     this.detected = undefined;

@@ -28,6 +28,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { RateLimitedLog } from '../util/log-limit.js';
 import { TranscriptDecoder, type LineError } from './decoder.js';
+import { ReadBuffers } from './read-buffers.js';
 import { RootPresence } from './root-presence.js';
 import { pathSessionId, sessionIdFor } from './session-id.js';
 import type { TailerEvents, TailerFileStats, TailerResetReason, TailerState } from './tailer-events.js';
@@ -52,7 +53,9 @@ interface FileState {
   readonly lineErrors: LineError[];
   readPos: number;
   ino: number | undefined;
-  tail: Buffer;
+  /** The last bytes read (up to FINGERPRINT_BYTES of them, `tailLength`): the fingerprint. */
+  readonly tail: Buffer;
+  tailLength: number;
   live: boolean;
   announced: boolean;
   gone: boolean;
@@ -97,6 +100,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
   /** Bumped by each resolution of the roots, so an older one finishing late is dropped. */
   private rootsResolved = 0;
   private readonly warnings: RateLimitedLog;
+  /** The buffers every read borrows (a few, reused: never one per read). */
+  readonly readBuffers: ReadBuffers;
   private readonly rescans = new Set<NodeJS.Timeout>();
   /** Folders whose rescans are pending: a folder reported twice (a root that appears is also chokidar's addDir) is listed once per delay. */
   private readonly rescanning = new Set<string>();
@@ -106,6 +111,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
   constructor(options: TailerOptions) {
     super();
     this.options = resolveTailerOptions(options);
+    this.readBuffers = new ReadBuffers(FINGERPRINT_BYTES + MIN_READ_BYTES, FINGERPRINT_BYTES + this.options.readChunkBytes);
     this.warnings = new RateLimitedLog(this.options.logger, { intervalMs: this.options.warnIntervalMs, now: this.options.now });
   }
 
@@ -237,7 +243,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
       lineErrors,
       readPos: 0,
       ino: undefined,
-      tail: Buffer.alloc(0),
+      tail: Buffer.alloc(FINGERPRINT_BYTES),
+      tailLength: 0,
       live,
       announced: false,
       gone: false,
@@ -377,7 +384,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     st.lineErrors.length = 0;
     st.readPos = 0;
     st.ino = undefined;
-    st.tail = Buffer.alloc(0);
+    st.tailLength = 0;
     st.live = false;
     st.announced = false;
     st.eventSeen = false;
@@ -578,26 +585,32 @@ export class Tailer extends EventEmitter<TailerEvents> {
       if (wait) await wait;
       if (!this.active || st.gone) break;
       // The first read starts FINGERPRINT_BYTES early: the bytes before the offset must still be ours.
-      const lead = first ? Math.min(st.tail.length, st.readPos) : 0;
+      const lead = first ? Math.min(st.tailLength, st.readPos) : 0;
       const want = Math.min(this.options.readChunkBytes, Math.max(MIN_READ_BYTES, size - st.readPos));
-      // A fresh buffer per read: the framer keeps references to a partial line's bytes.
-      const buf = Buffer.allocUnsafe(lead + want);
-      const { bytesRead } = await fh.read(buf, 0, lead + want, st.readPos - lead);
-      if (first) {
-        first = false;
-        if (lead > 0 && (bytesRead < lead || !buf.subarray(0, lead).equals(st.tail.subarray(st.tail.length - lead)))) {
-          this.restart(st, 'truncated');
-          continue;
+      const borrowed = this.readBuffers.take(lead + want);
+      const buf = await borrowed.buf;
+      let n: number;
+      try {
+        const { bytesRead } = await fh.read(buf, 0, lead + want, st.readPos - lead);
+        if (first) {
+          first = false;
+          if (lead > 0 && (bytesRead < lead || !buf.subarray(0, lead).equals(st.tail.subarray(st.tailLength - lead, st.tailLength)))) {
+            this.restart(st, 'truncated');
+            continue;
+          }
         }
+        n = bytesRead - lead;
+        if (n <= 0) break;
+        const chunk = buf.subarray(lead, bytesRead);
+        st.readPos += n;
+        size = Math.max(size, st.readPos);
+        consumed += n;
+        keepTail(st, chunk);
+        // Decoded before the buffer goes back: the decoder copies every byte it keeps.
+        this.deliver(st, chunk);
+      } finally {
+        borrowed.pool.give(buf);
       }
-      const n = bytesRead - lead;
-      if (n <= 0) break;
-      const chunk = buf.subarray(lead, bytesRead);
-      st.readPos += n;
-      size = Math.max(size, st.readPos);
-      consumed += n;
-      st.tail = Buffer.from(Buffer.concat([st.tail, chunk.subarray(Math.max(0, n - FINGERPRINT_BYTES))]).subarray(-FINGERPRINT_BYTES));
-      this.deliver(st, chunk);
       if (n < want) break; // at EOF as of this read; the re-check catches what comes next
     }
     return consumed;
@@ -631,7 +644,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     st.decoder.reset(0);
     st.lineErrors.length = 0;
     st.readPos = 0;
-    st.tail = Buffer.alloc(0);
+    st.tailLength = 0;
   }
 
   // ---- removal -------------------------------------------------------------------------
@@ -683,6 +696,19 @@ export class Tailer extends EventEmitter<TailerEvents> {
     this.warnings.warn(`${st?.file ?? ''}\u0000error:${code ?? ''}`, { err: describeError(err), code, file: st?.file }, 'tailer error');
     if (this.listenerCount('error') > 0) this.emit('error', err);
   }
+}
+
+/** Remember the last FINGERPRINT_BYTES bytes read, in the file's own fixed buffer. */
+function keepTail(st: FileState, chunk: Buffer): void {
+  if (chunk.length >= FINGERPRINT_BYTES) {
+    chunk.copy(st.tail, 0, chunk.length - FINGERPRINT_BYTES);
+    st.tailLength = FINGERPRINT_BYTES;
+    return;
+  }
+  const kept = Math.min(st.tailLength, FINGERPRINT_BYTES - chunk.length);
+  st.tail.copy(st.tail, 0, st.tailLength - kept, st.tailLength); // Buffer#copy allows overlap
+  chunk.copy(st.tail, kept);
+  st.tailLength = kept + chunk.length;
 }
 
 function kindOf(s: Stats): string {

@@ -22,6 +22,12 @@ export interface LineFramerOptions {
   maxLineBytes?: number;
   /** Stream offset of the first byte that will be pushed (default 0). */
   startOffset?: number;
+  /**
+   * A line that lies whole in one pushed chunk is returned as a view of that chunk, not a copy:
+   * only for a caller that is done with the lines before it reuses or drops the chunk (the
+   * transcript decoder parses them at once). Saves one allocation per line (default false).
+   */
+  borrowLines?: boolean;
 }
 
 const NEWLINE = 0x0a;
@@ -34,9 +40,13 @@ export class LineFramer {
   private lineStart: number;
   private discarding = false;
   private discardedBytes = 0;
+  /** Whether `chunks` holds a view of the caller's chunk (not a copy). */
+  private borrowed = false;
+  private readonly borrowLines: boolean;
 
   constructor(options: LineFramerOptions = {}) {
     this.maxLineBytes = options.maxLineBytes ?? 8 * 1024 * 1024;
+    this.borrowLines = options.borrowLines ?? false;
     this.lineStart = options.startOffset ?? 0;
   }
 
@@ -66,7 +76,10 @@ export class LineFramer {
         this.chunks = [];
         this.pendingBytes = 0;
       } else if (piece.length > 0) {
-        this.chunks.push(piece);
+        // A partial line is copied: the caller may reuse its buffer (the tailer does), and a
+        // few bytes must not pin a large chunk until the newline comes.
+        this.borrowed = nl !== -1 && this.chunks.length === 0;
+        this.chunks.push(nl === -1 ? Buffer.from(piece) : piece);
         this.pendingBytes += piece.length;
       }
       if (nl === -1) break;
@@ -92,15 +105,17 @@ export class LineFramer {
       line = { bytes: Buffer.alloc(0), offset, length: this.discardedBytes, oversized: true };
       this.lineStart += this.discardedBytes + 1;
     } else {
-      let bytes = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.pendingBytes);
+      // A copy (concat copies) unless borrowing: the line must not pin, or change with, the caller's chunk.
+      const one = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : undefined;
+      let bytes = one ? (this.borrowed && this.borrowLines ? one : Buffer.from(one)) : Buffer.concat(this.chunks, this.pendingBytes);
       const length = bytes.length;
       if (length > 0 && bytes[length - 1] === CR) bytes = bytes.subarray(0, length - 1);
-      // Copy so the caller does not pin the (possibly large) source chunk.
-      line = { bytes: Buffer.from(bytes), offset, length, oversized: false };
+      line = { bytes, offset, length, oversized: false };
       this.lineStart += length + 1;
     }
     this.chunks = [];
     this.pendingBytes = 0;
+    this.borrowed = false;
     this.discarding = false;
     this.discardedBytes = 0;
     return line;

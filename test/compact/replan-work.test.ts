@@ -21,21 +21,26 @@ interface Work {
   readonly summaries: number;
 }
 
+/** The real extractive summarizer, its calls counted. */
+function countedSummarizer(): { summarizer: Summarizer; counted: () => number } {
+  const extractive = createExtractiveSummarizer();
+  let n = 0;
+  const summarizer: Summarizer = {
+    name: extractive.name,
+    summarize: (input, signal) => {
+      n++;
+      return extractive.summarize(input, signal);
+    },
+  };
+  return { summarizer, counted: () => n };
+}
+
 /** The work of re-plans after single appended lines (an assistant line, then a call and its result). */
 async function replanWork(turns: number): Promise<{ sessionTokens: number; work: Work[] }> {
   const g = generateSession(4242, turns);
   const model = new SessionModel({ sessionId: g.sessionId, tokenCounter: counter, budgetTokens: 200_000 });
   model.applyAll(g.events);
-  const extractive = createExtractiveSummarizer();
-  let summaries = 0;
-  // the real summarizer, counted
-  const summarizer: Summarizer = {
-    name: extractive.name,
-    summarize: (input, signal) => {
-      summaries++;
-      return extractive.summarize(input, signal);
-    },
-  };
+  const { summarizer, counted } = countedSummarizer();
   const cache = new SummaryCache();
   const plan = (): Promise<unknown> => planCompaction(model, { mode: 'manual', targetTokens: Math.floor(model.tokens() * 0.5), tokenCounter: counter, cache, summarizer, now: () => 1_700_000_000_000 });
   await plan();
@@ -49,10 +54,9 @@ async function replanWork(turns: number): Promise<{ sessionTokens: number; work:
   const work: Work[] = [];
   for (const messages of appended) {
     for (const message of messages) model.apply({ type: 'message', message });
-    const before = { computed: memoComputations(), read: referenceMessagesRead() };
-    summaries = 0;
+    const before = { computed: memoComputations(), read: referenceMessagesRead(), summaries: counted() };
     await plan();
-    work.push({ computed: memoComputations() - before.computed, messagesRead: referenceMessagesRead() - before.read, summaries });
+    work.push({ computed: memoComputations() - before.computed, messagesRead: referenceMessagesRead() - before.read, summaries: counted() - before.summaries });
   }
   return { sessionTokens: model.tokens(), work };
 }
@@ -86,15 +90,7 @@ describe('re-plan summaries', () => {
     const model = new SessionModel({ sessionId: 'replan-summaries', tokenCounter: counter, budgetTokens: 32_000 });
     model.applyAll(decoder.push(Buffer.from(demoTranscriptJsonl({ rounds: 11 }))));
     const extra = demoTranscript({ rounds: 3, variant: 'z' }).filter((l) => l.role === 'tool' || l.tool_calls);
-    const extractive = createExtractiveSummarizer();
-    let summaries = 0;
-    const summarizer: Summarizer = {
-      name: extractive.name,
-      summarize: (input, signal) => {
-        summaries++;
-        return extractive.summarize(input, signal);
-      },
-    };
+    const { summarizer, counted } = countedSummarizer();
     const cache = new SummaryCache();
     const plan = (c: SummaryCache) => planCompaction(model, { mode: 'soft', tokenCounter: counter, cache: c, summarizer, now: () => 1_700_000_000_000 });
     await plan(cache);
@@ -103,11 +99,12 @@ describe('re-plan summaries', () => {
       const pair = extra.slice((k % 3) * 2, (k % 3) * 2 + 2);
       const lines = pair.map((l) => JSON.stringify({ ...l, tool_call_id: l.tool_call_id ? `${l.tool_call_id}_${k}` : undefined, tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_${k}` })) }));
       model.applyAll(decoder.push(Buffer.from(lines.join('\n') + '\n')));
-      summaries = 0;
+      let before = counted();
       const replanned = await plan(cache);
-      perReplan.push(summaries);
-      summaries = 0;
+      perReplan.push(counted() - before);
+      before = counted();
       const scratch = await plan(new SummaryCache());
+      const summaries = counted() - before;
       expect(replanned.edits).toEqual(scratch.edits);
       // from scratch every edit is summarized (some twice: a longer summary from the slack)
       expect(summaries).toBeGreaterThanOrEqual(scratch.edits.length);

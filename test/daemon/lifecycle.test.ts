@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SessionLifecycle, sessionsToRelease, zoneOf, type HeldSession, type ThrottleOptions } from '../../src/daemon/lifecycle.js';
+import { SessionLifecycle, idleSessionsToRelease, sessionsToRelease, zoneOf, type HeldSession, type ThrottleOptions } from '../../src/daemon/lifecycle.js';
 import type { Plan } from '../../src/compact/index.js';
 
 // Pure: no sockets, no timers, no SQLite — the clock and facts are passed in.
@@ -95,7 +95,7 @@ describe('SessionLifecycle', () => {
 });
 
 describe('memory budget decisions', () => {
-  const budget = { maxSessionTokens: 1_000, releaseAfterMs: 60_000 };
+  const budget = { maxSessionTokens: 1_000, releaseAfterMs: 60_000, idleReleaseMs: 0 };
   const held = (sessionId: string, tokens: number, lastActivityAt: number, extra: Partial<HeldSession> = {}): HeldSession => ({ sessionId, tokens, lastActivityAt, releasable: true, subscribed: false, ...extra });
 
   it('releases nothing within the budget, or with no bound (0)', () => {
@@ -113,6 +113,15 @@ describe('memory budget decisions', () => {
     const s = [held('pinned', 900, 1, { releasable: false }), held('followed', 500, 2, { subscribed: true }), held('free', 100, 3)];
     expect(sessionsToRelease(s, budget, 60_001)).toEqual(['free']);
     expect(sessionsToRelease(s, budget, 60_002)).toEqual(['followed']);
+  });
+
+  it('idle release: every releasable session idle past idleReleaseMs (a subscribed one past releaseAfterMs too), whatever the total; none at 0', () => {
+    const idle = { ...budget, idleReleaseMs: 300_000 };
+    const s = [held('idle', 10, 0), held('busy', 10, 250_000), held('pinned', 10, 0, { releasable: false }), held('empty', 0, 0), held('followed', 10, 0, { subscribed: true })];
+    expect(idleSessionsToRelease(s, idle, 300_000)).toEqual(['idle', 'followed']);
+    expect(idleSessionsToRelease(s, { ...idle, releaseAfterMs: 400_000 }, 300_000)).toEqual(['idle']);
+    expect(idleSessionsToRelease(s, idle, 550_000)).toEqual(['idle', 'busy', 'followed']);
+    expect(idleSessionsToRelease(s, budget, 10_000_000)).toEqual([]);
   });
 
   it('a session is releasable only with no plan under way or open, and no applied edit in its model', () => {

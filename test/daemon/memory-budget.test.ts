@@ -26,8 +26,9 @@ afterEach(async () => {
 type Row = DaemonStatus['sessions'][number];
 const NAMES = ['a', 'b', 'c', 'd'] as const;
 
-async function start(dir: string, maxSessionTokens: number, state = join(dir, 'state')): Promise<ContextdClient> {
-  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state, budgetTokens: 1_000_000, memory: { maxSessionTokens } });
+async function start(dir: string, maxSessionTokens: number, state = join(dir, 'state'), idleReleaseMs?: number): Promise<ContextdClient> {
+  const memory = { maxSessionTokens, ...(idleReleaseMs !== undefined ? { idleReleaseMs } : {}) };
+  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state, budgetTokens: 1_000_000, memory });
   const daemon = new Daemon(options, { logger: pino({ level: 'silent' }) });
   daemons.push(daemon);
   await daemon.start();
@@ -140,6 +141,44 @@ describe('memory budget of tailed session models', () => {
     });
     expect(appended.sections).toBe(truth.rows.get(appendName)?.sections);
     expect(appended.sessionId).toBe(truth.rows.get(appendName)?.sessionId);
+  }, 60_000);
+
+  it('releases every session idle past memory.idleReleaseMs with no bound on the total, and one rebuilt on request gives the same figures and plan', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-idlerelease-'));
+    dirs.push(dir);
+    writeSessions(dir);
+    const planOf = async (c: ContextdClient, sessionId: string) => {
+      const p = await c.compact(sessionId, { targetHeadroom: 0.9999, dryRun: true });
+      return { tokensAfter: p.tokensAfter, edits: p.edits.map((e) => ({ reason: e.reason, replaces: e.replaces, handle: e.handle, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter })) };
+    };
+
+    // Reference: never released (idle release off).
+    const kept = await start(dir, 0, join(dir, 'state'), 0);
+    const ref = await until('four sessions', async () => {
+      const s = await status(kept);
+      return s.rows.size === 4 ? s : undefined;
+    });
+    const refPlan = await planOf(kept, ref.rows.get('c')?.sessionId as string);
+    expect(refPlan.edits.length).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect([...(await status(kept)).rows.values()].every((r) => r.inMemory)).toBe(true);
+    await kept.close();
+    await daemons.pop()?.stop();
+
+    // Idle release after 1 s (looked for every second): every session leaves memory, no budget needed.
+    const c = await start(dir, 0, join(dir, 'state'), 1_000);
+    const idle = await until('every session released', async () => {
+      const s = await status(c);
+      return s.rows.size === 4 && [...s.rows.values()].every((r) => !r.inMemory) ? s : undefined;
+    });
+    expect(idle.heldTokens).toBe(0);
+    for (const [n, r] of idle.rows) expect([r.tokens, r.sections]).toEqual([ref.rows.get(n)?.tokens, ref.rows.get(n)?.sections]);
+    // Asked for, it is rebuilt from its transcript: the same figures and the same plan.
+    const id = ref.rows.get('c')?.sessionId as string;
+    const h = await c.headroom(id);
+    expect([h.tokens, h.sections]).toEqual([ref.rows.get('c')?.tokens, ref.rows.get('c')?.sections]);
+    expect(await planOf(c, id)).toEqual(refPlan);
+    expect((await status(c)).rows.get('c')?.inMemory).toBe(true);
   }, 60_000);
 
   it('session.end on a released session harvests the whole session, as it would have in memory', async () => {

@@ -69,6 +69,36 @@ describe('Tailer', () => {
     expect(st?.inode).toBe(statSync(file).ino);
   });
 
+  it('reads into a few reused buffers, never one per read, and keeps partial lines intact across reads', async () => {
+    const { rec, started, tailer } = startTailer();
+    await started;
+    const files = Array.from({ length: 8 }, (_, i) => join(dir, `pool-${i}.jsonl`));
+    const expected = files.map((_, i) => Array.from({ length: 30 }, (_, k) => `file ${i} message ${k} ${'ü'.repeat(k % 7)}`));
+    // Every line written in two pieces with a pause between: the second read completes a line
+    // whose start an earlier read left in the (reused) buffer.
+    for (let k = 0; k < 30; k++) {
+      for (const [i, file] of files.entries()) {
+        const line = Buffer.from(chatLine(k % 2 === 0 ? 'user' : 'assistant', expected[i]?.[k] as string));
+        appendFileSync(file, line.subarray(0, 20));
+      }
+      await pause(k % 3 === 0 ? 60 : 5);
+      for (const [i, file] of files.entries()) {
+        const line = Buffer.from(chatLine(k % 2 === 0 ? 'user' : 'assistant', expected[i]?.[k] as string));
+        appendFileSync(file, line.subarray(20));
+      }
+      await pause(5);
+    }
+    await rec.until(() => files.every((f) => rec.model(f).length === 30), '30 messages in every file');
+    for (const [i, file] of files.entries()) expect(texts(rec, file)).toEqual(expected[i]);
+    expect(rec.of('reset')).toEqual([]);
+    const batches = files.reduce((n, f) => n + rec.of('events', f).length, 0);
+    expect(batches).toBeGreaterThan(50); // many reads…
+    const { small, large } = tailer.readBuffers;
+    expect(small.allocated).toBeGreaterThan(0);
+    expect(small.allocated).toBeLessThanOrEqual(small.max); // …few buffers, all reused
+    expect(large.allocated).toBe(0); // appends never take a large one
+  });
+
   it('never parses a partial last line early', async () => {
     const file = join(dir, 'partial.jsonl');
     writeFileSync(file, chatLine('user', 'one'));

@@ -25,6 +25,19 @@ describe('LineFramer', () => {
     expect(f.committedOffset).toBe(25);
   });
 
+  it('copies lines by default; with borrowLines a whole line views the chunk, and a partial line survives the chunk being reused', () => {
+    const chunk = Buffer.from('{"a":1}\n{"b"');
+    const [copied] = new LineFramer().push(chunk);
+    const f = new LineFramer({ borrowLines: true });
+    const [whole] = f.push(chunk);
+    expect(whole?.bytes.toString()).toBe('{"a":1}');
+    chunk.fill(0x78); // the caller reuses its buffer for the next read
+    expect(copied?.bytes.toString()).toBe('{"a":1}');
+    expect(whole?.bytes.toString()).toBe('xxxxxxx'); // a view: no allocation for it
+    const [rest] = f.push(Buffer.from(':2}\n'));
+    expect(rest?.bytes.toString()).toBe('{"b":2}');
+  });
+
   it('skips an oversized line without buffering it and stays in sync', () => {
     const f = new LineFramer({ maxLineBytes: 16 });
     const out = [...f.push(Buffer.from('short\n' + 'y'.repeat(10))), ...f.push(Buffer.from('z'.repeat(100))), ...f.push(Buffer.from('zz\nafter\n'))];

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { IdleCollector, runtimeCollector } from '../../src/util/gc.js';
+import { compactingCollector, IdleCollector, runtimeCollector } from '../../src/util/gc.js';
 
 describe('runtimeCollector', () => {
   it('returns a collection that gives dead heap back', () => {
@@ -15,6 +15,30 @@ describe('runtimeCollector', () => {
     junk = undefined;
     collect?.();
     expect(process.memoryUsage().heapUsed - base).toBeLessThan((held - base) / 4);
+  });
+});
+
+describe('compactingCollector', () => {
+  it('gives back the pages of a heap whose survivors were scattered, where a plain collection keeps them', () => {
+    const plain = runtimeCollector();
+    const compacting = compactingCollector();
+    expect(compacting).toBeTypeOf('function');
+    const scatter = (): unknown[] => {
+      // ~60 MB of small objects, one in 50 kept: every page keeps a few survivors
+      const all = Array.from({ length: 600_000 }, (_, i) => ({ i, s: `${i}:`.padEnd(40, 'x') }));
+      return all.filter((_, i) => i % 50 === 0);
+    };
+    plain?.();
+    const before = process.memoryUsage().heapTotal;
+    let kept: unknown[] | undefined = scatter();
+    plain?.();
+    const afterPlain = process.memoryUsage().heapTotal;
+    expect(afterPlain - before).toBeGreaterThan(20 * 2 ** 20); // the pages stay committed
+    compacting?.();
+    const afterCompacting = process.memoryUsage().heapTotal;
+    expect(afterPlain - afterCompacting).toBeGreaterThan((afterPlain - before) / 2);
+    expect(kept.length).toBe(12_000);
+    kept = undefined;
   });
 });
 
