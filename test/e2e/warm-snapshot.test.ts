@@ -15,7 +15,8 @@ const N = 5;
 
 function snapshotTemplates(state: string): { names: string[]; mode: number } {
   const path = join(state, WARM_SNAPSHOT_FILE);
-  const doc = JSON.parse(readFileSync(path, 'utf8')) as { templates: { name: string }[] };
+  // The header line lists every template (details follow it, one line each).
+  const doc = JSON.parse(readFileSync(path, 'utf8').split('\n', 1)[0] ?? '') as { templates: { name: string }[] };
   return { names: doc.templates.map((t) => t.name).sort(), mode: statSync(path).mode & 0o777 };
 }
 

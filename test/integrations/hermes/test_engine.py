@@ -39,10 +39,15 @@ class EngineAgainstTheDaemon(unittest.TestCase):
         assert "context.engine: contextd" in r.stdout, r.stdout
         cls.saved_socket = os.environ.get("CONTEXTD_SOCKET")
         os.environ["CONTEXTD_SOCKET"] = cls.daemon.socket
+        # These tests check behaviour, not latency: a loaded CI machine may take longer than the
+        # engine's 2 s default to answer, and a timed-out engine falls back to no client.
+        cls.saved_timeout = os.environ.get("CONTEXTD_HERMES_TIMEOUT")
+        os.environ["CONTEXTD_HERMES_TIMEOUT"] = "20"
 
     @classmethod
     def tearDownClass(cls):
         restore_env("CONTEXTD_SOCKET", cls.saved_socket)
+        restore_env("CONTEXTD_HERMES_TIMEOUT", cls.saved_timeout)
         cls.daemon.stop()
         cls.tmp.cleanup()
 
