@@ -15,6 +15,8 @@ export default defineConfig({
   external: (id) => !id.startsWith('.') && !isAbsolute(id),
   output: {
     dir: 'dist/hook',
+    // Chunk names carry content hashes: without this, every build leaves the last one's beside it.
+    cleanDir: true,
     format: 'cjs',
     entryFileNames: '[name].cjs',
     chunkFileNames: '[name]-[hash].cjs',
