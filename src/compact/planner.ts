@@ -506,5 +506,8 @@ export function applyPlan(model: EditableModel, plan: Plan, editIds?: readonly s
       }
     }
   }
-  return edits.map((e) => model.replaceSections(e.replaces, { text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason }));
+  const summaryOf = (e: Edit) => ({ text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason });
+  // All at once where the model can: it scores its sections once instead of once per edit.
+  if (model.replaceEach) return model.replaceEach(edits.map((e) => ({ sectionIds: e.replaces, summary: summaryOf(e) })));
+  return edits.map((e) => model.replaceSections(e.replaces, summaryOf(e)));
 }

@@ -36,12 +36,29 @@ export interface CompactableModel {
   calibration?(): { readonly samples: number; readonly offsetTokens: number; readonly ratio: number };
 }
 
+/** What an accepted edit puts in place of the sections it replaces. */
+export interface ReplacementInput {
+  text: string;
+  role?: 'user' | 'assistant' | 'system';
+  editId: string;
+  handle: string;
+  reason: string;
+}
+
 /** A model that can also take an accepted edit. */
 export interface EditableModel extends CompactableModel {
   replaceSections(
     sectionIds: readonly string[],
-    summary: { text: string; role?: 'user' | 'assistant' | 'system'; editId: string; handle: string; reason: string },
+    summary: ReplacementInput,
   ): Section;
+  /**
+   * Several edits at once, all or none, checked against the model before the first (a model
+   * that scores its sections can then score once, not once per edit). Optional: without it,
+   * `applyPlan` replaces edit by edit.
+   */
+  replaceEach?(
+    edits: readonly { readonly sectionIds: readonly string[]; readonly summary: ReplacementInput }[],
+  ): Section[];
 }
 
 /** Everything a detector may look at. Built once per plan. */

@@ -249,40 +249,63 @@ export class SessionModel {
    * unknown, an anchor or a pending tool call; nothing changes then.
    */
   replaceSections(sectionIds: readonly string[], summary: ReplacementSummary): Section {
-    this.ensureScored();
-    const ids = [...new Set(sectionIds)];
-    if (ids.length === 0) throw refuse('no sections to replace', { reason: 'empty' });
-    const recs: SectionRec[] = [];
-    for (const id of ids) {
-      const rec = this.ctx.recById.get(id);
-      const sec = this.scoredById.get(id);
-      if (!rec || !sec) throw refuse(`unknown section ${id}`, { reason: 'unknown-section', sectionId: id });
-      if (sec.pending) throw refuse(`section ${id} is a pending tool call`, { reason: 'pending', sectionId: id });
-      if (sec.anchor) throw refuse(`section ${id} is an anchor`, { reason: 'anchor', sectionId: id });
-      recs.push(rec);
-    }
-    let ts: number | undefined;
-    for (const r of recs) {
-      for (const f of r.frags) {
-        const t = f.entry.message.timestamp;
-        if (t !== undefined && (ts === undefined || t > ts)) ts = t;
-      }
-    }
-    const message: Message = {
-      id: `${SUMMARY_ID_PREFIX}${summary.editId}`,
-      role: summary.role ?? 'user',
-      text: summary.text,
-      isSummary: true,
-      ...(ts !== undefined ? { timestamp: ts } : {}),
-    };
-    const rec = this.ctx.replace(recs, message, {
-      summary: { editId: summary.editId, handle: summary.handle, reason: summary.reason },
-    });
-    this.ver++;
-    this.scoreDirty = true;
-    const created = this.section(rec.id);
+    const [created] = this.replaceEach([{ sectionIds, summary }]);
     if (!created) throw new ContextdError(ErrorCode.LIFECYCLE, 'summary section vanished');
     return created;
+  }
+
+  /**
+   * Applies several accepted edits at once (a plan's), each as `replaceSections` does: every
+   * edit is checked against the model as it is before the first (an id named by two edits is
+   * refused too), so either all apply or none does, and the sections are scored once after
+   * the last instead of once per edit.
+   */
+  replaceEach(edits: readonly { readonly sectionIds: readonly string[]; readonly summary: ReplacementSummary }[]): Section[] {
+    this.ensureScored();
+    const claimed = new Set<string>();
+    const batches = edits.map(({ sectionIds, summary }) => {
+      const ids = [...new Set(sectionIds)];
+      if (ids.length === 0) throw refuse('no sections to replace', { reason: 'empty' });
+      const recs: SectionRec[] = [];
+      for (const id of ids) {
+        const rec = this.ctx.recById.get(id);
+        const sec = this.scoredById.get(id);
+        if (!rec || !sec) throw refuse(`unknown section ${id}`, { reason: 'unknown-section', sectionId: id });
+        if (sec.pending) throw refuse(`section ${id} is a pending tool call`, { reason: 'pending', sectionId: id });
+        if (sec.anchor) throw refuse(`section ${id} is an anchor`, { reason: 'anchor', sectionId: id });
+        if (claimed.has(id)) throw refuse(`section ${id} is replaced by two edits`, { reason: 'overlap', sectionId: id });
+        claimed.add(id);
+        recs.push(rec);
+      }
+      return { recs, summary };
+    });
+    const created = batches.map(({ recs, summary }) => {
+      let ts: number | undefined;
+      for (const r of recs) {
+        for (const f of r.frags) {
+          const t = f.entry.message.timestamp;
+          if (t !== undefined && (ts === undefined || t > ts)) ts = t;
+        }
+      }
+      const message: Message = {
+        id: `${SUMMARY_ID_PREFIX}${summary.editId}`,
+        role: summary.role ?? 'user',
+        text: summary.text,
+        isSummary: true,
+        ...(ts !== undefined ? { timestamp: ts } : {}),
+      };
+      const rec = this.ctx.replace(recs, message, {
+        summary: { editId: summary.editId, handle: summary.handle, reason: summary.reason },
+      });
+      this.ver++;
+      this.scoreDirty = true;
+      return rec.id;
+    });
+    return created.map((id) => {
+      const section = this.section(id);
+      if (!section) throw new ContextdError(ErrorCode.LIFECYCLE, 'summary section vanished');
+      return section;
+    });
   }
 
   /**

@@ -301,6 +301,38 @@ describe('SessionModel.replaceSections', () => {
     expect(summary.tokens).toBeGreaterThan(MESSAGE_OVERHEAD_TOKENS);
   });
 
+  it('replaceEach applies several edits like one-by-one replaceSections, all or none', () => {
+    const edits = (m: SessionModel) => {
+      const secs = m.sections();
+      const big = secs.find((s) => s.messageIds.includes('r1'))!;
+      const read = secs.find((s) => s.messageIds.includes('r3'))!;
+      const ls = secs.find((s) => s.messageIds.includes('r2'))!;
+      return [
+        { sectionIds: [big.id], summary: { text: '[contextd archived h1] build output', editId: 'e1', handle: 'h1', reason: 'low-score' } },
+        { sectionIds: [ls.id, read.id], summary: { text: '[contextd archived h2] ls and package.json', editId: 'e2', handle: 'h2', reason: 'low-score' } },
+      ];
+    };
+    const oneByOne = build();
+    for (const e of edits(oneByOne)) oneByOne.replaceSections(e.sectionIds, e.summary);
+    const batch = build();
+    const created = batch.replaceEach(edits(batch));
+    expect(created.map((s) => s.messageIds)).toEqual([['summary:e1'], ['summary:e2']]);
+    expect(batch.messages()).toEqual(oneByOne.messages());
+    expect(batch.tokens()).toBe(oneByOne.tokens());
+    expect(batch.sections().map((s) => [s.kind, s.tokens, s.messageIds])).toEqual(oneByOne.sections().map((s) => [s.kind, s.tokens, s.messageIds]));
+    // A section named by two edits, or a bad second edit: nothing applies, not even the first.
+    const m = build();
+    const [first, second] = edits(m);
+    const tokens = m.tokens();
+    const v = m.version;
+    const overlap = { sectionIds: first!.sectionIds, summary: { ...second!.summary } };
+    expect(() => m.replaceEach([first!, overlap])).toThrow(/replaced by two edits/);
+    expect(() => m.replaceEach([first!, { sectionIds: ['s999'], summary: second!.summary }])).toThrow(/unknown section/);
+    expect(m.tokens()).toBe(tokens);
+    expect(m.version).toBe(v);
+    expect(m.section(first!.sectionIds[0]!)).toBeDefined();
+  });
+
   it('refuses anchors, pending calls and unknown ids without changing anything', () => {
     const m = build();
     const secs = m.sections();
