@@ -177,7 +177,30 @@ export function detectorContext(model: CompactableModel): DetectorContext {
   return { sections: model.sections(), messagesOf: (id) => model.messagesOf(id), goal: model.goal().text };
 }
 
-/** Plan compaction of `model` per `options`. Never mutates the model. */
+/**
+ * The edits' originals as they were summarized, by section (an internal side map: a plan is
+ * data sent to agents and stored, and must not carry them).
+ */
+const summarizedOriginals = new WeakMap<Edit, ReadonlyMap<string, readonly Message[]>>();
+
+/**
+ * The originals an edit of `planCompaction` summarized and its handle names, by section: what
+ * to archive under the handle (the model may have moved on since). Undefined for an edit the
+ * planner did not make in this process.
+ */
+export function originalsOf(edit: Edit): Pick<CompactableModel, 'messagesOf'> | undefined {
+  const bySection = summarizedOriginals.get(edit);
+  return bySection ? { messagesOf: (id) => bySection.get(id) ?? [] } : undefined;
+}
+
+function planExpired(sessionId: string, why: string): ContextdError {
+  return new ContextdError(ErrorCode.PLAN_EXPIRED, `the plan of session "${sessionId}" is stale: ${why} while it was made`, { sessionId });
+}
+
+/**
+ * Plan compaction of `model` per `options`. Never mutates the model. Throws PLAN_EXPIRED when
+ * sections left the model (its `epoch` moved) while the plan paused: its edits would name them.
+ */
 export async function planCompaction(model: CompactableModel, options: PlanOptions): Promise<Plan> {
   const log = options.logger?.child({ component: 'compact' });
   const counter = options.tokenCounter ?? createTokenCounter();
@@ -206,22 +229,34 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
     modelVersion,
   };
   if (tokensBefore <= target) return empty;
-
-  const pause = options.pause;
-  await pause?.();
+  // Read in the same step as the numbers above: the sections the plan selects from are those
+  // tokensBefore and modelVersion describe.
   const ctx = detectorContext(model);
+  const epoch = model.epoch;
+  const unchanged = (): void => {
+    if (model.epoch !== epoch) throw planExpired(sessionId, 'sections left the context (truncated, reset or replaced)');
+  };
+  // After each pause: a plan whose sections left the model stops at once (no summaries of nothing).
+  const pause = (): Promise<void> | undefined => {
+    const waited = options.pause?.();
+    if (waited) return waited.then(unchanged);
+    unchanged();
+    return undefined;
+  };
   const candidates: Candidate[] = [];
   for (const d of CRUFT_DETECTORS) {
-    await pause?.();
+    await pause();
     candidates.push(...runDetectors(ctx, [d]));
   }
-  await pause?.();
+  await pause();
   const units = buildUnits(ctx.sections, candidates, options.mode === 'soft');
   if (units.length === 0) return empty;
-  await pause?.();
+  await pause();
   const refs = ReferenceIndex.of(model, model.messages(), ctx.goal);
   try {
-    return await planUnits(model, options, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log });
+    const plan = await planUnits(model, { ...options, pause }, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log });
+    unchanged(); // a summarizer's answer awaited last
+    return plan;
   } finally {
     refs.release();
   }
@@ -443,7 +478,10 @@ async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[],
 
 async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildContext): Promise<EditRecord> {
   const ids = run.sections.map((s) => s.id);
-  const messages: Message[] = run.sections.flatMap((s) => [...model.messagesOf(s.id)]);
+  // Read once: the summary, the handle and the archive (originalsOf) all name these.
+  const bySection = new Map(run.sections.map((s) => [s.id, [...model.messagesOf(s.id)]] as const));
+  if ([...bySection.values()].some((ms) => ms.length === 0)) throw planExpired(b.sessionId, 'a section it replaces left the context');
+  const messages: Message[] = [...bySection.values()].flat();
   const handle = handleFor(b.sessionId, messages);
   const editId = `${b.idPrefix}${fnv1a64(`edit\u0000${b.sessionId}\u0000${ids.join(',')}`)}`;
   const range = {
@@ -488,6 +526,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     scores,
     handle,
   };
+  summarizedOriginals.set(edit, bySection);
   return { edit, run, checked: check.checked, missing: check.missing };
 }
 

@@ -34,6 +34,11 @@ export interface CompactableModel {
    * counted`); watermark targets are converted through it. Absent or `samples: 0`: identity.
    */
   calibration?(): { readonly samples: number; readonly offsetTokens: number; readonly ratio: number };
+  /**
+   * Moves whenever sections may leave the context (truncate, reset, an applied edit); appends
+   * leave it. A plan made while it moved is stale: planCompaction then throws PLAN_EXPIRED.
+   */
+  readonly epoch?: number;
 }
 
 /** What an accepted edit puts in place of the sections it replaces. */

@@ -3,7 +3,7 @@ import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
-import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import { applyPlan, archiveEntries, originalsOf, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptPrefix } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
@@ -587,7 +587,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.inFlight.add(work);
     try {
       const made = await work;
-      if (!made) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (transcript rewritten): ask again`, { sessionId });
+      if (!made) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (transcript rewritten or rewound): ask again`, { sessionId });
       if (dryRun) return { ...made, dryRun: true } as Plan;
       this.publish(s, made);
       return made;
@@ -863,9 +863,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
   }
 
+  /** Whether `s` is still the session registered under its id (not removed, nor opened anew). */
+  private current(s: LiveSession): boolean {
+    return this.sessions.get(s.sessionId) === s;
+  }
+
   /**
-   * Plan from the session's current model. Resolves to undefined when the model was replaced
-   * (transcript rewritten, budget reconfigured) while the summarizer worked: that plan is stale.
+   * Plan from the session's current model. Resolves to undefined when the plan went stale while
+   * it was made: the model was replaced (transcript rewritten, budget reconfigured) or sections
+   * it read left the context (truncated, reset, an edit applied).
    */
   private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
     const model = s.model;
@@ -878,6 +884,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       return slice();
     };
     const generation = s.life.generation;
+    // Moves when sections leave the model (truncate, reset, an ack applied): the plan is stale then.
+    const epoch = model.epoch;
+    const stale = (): boolean => !this.current(s) || s.life.generation !== generation || model.epoch !== epoch;
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
     try {
       const plan = await planCompaction(model, {
@@ -892,9 +901,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         pause,
         signal,
         ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
+      }).catch((err: unknown) => {
+        if (!signal.aborted && err instanceof ContextdError && err.code === ErrorCode.PLAN_EXPIRED) return undefined;
+        throw err;
       });
-      if (s.life.generation !== generation) {
-        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was rebuilt while it was made');
+      if (!plan) {
+        this.log.info({ sessionId: s.sessionId }, 'plan dropped: sections it replaces left the context while it was made');
+        return undefined;
+      }
+      if (stale()) {
+        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed, rebuilt or rewound while it was made');
         return undefined;
       }
       // Lines applied while it was made may have rewound the context past what it replaces.
@@ -903,10 +919,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         return undefined;
       }
       // Originals go to the archive before anyone can apply the plan: nothing is lost.
-      if (plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, model, plan, generation, pause))) {
-        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was rebuilt while its originals were archived');
-        return undefined;
-      }
+      if (plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, plan, stale, pause))) return undefined;
       return plan;
     } finally {
       w.done();
@@ -914,8 +927,23 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
   }
 
-  private async archiveOriginals(s: LiveSession, model: SessionModel, plan: Plan, generation: number, pause: () => Promise<void> | undefined): Promise<boolean> {
+  /**
+   * Archive what each edit of `plan` summarized (the planner's `originalsOf`, never the model
+   * read again: it may have moved on). False, with nothing stored, when an edit has no originals
+   * to archive or the plan went `stale` meanwhile: the plan must be dropped.
+   */
+  private async archiveOriginals(s: LiveSession, plan: Plan, stale: () => boolean, pause: () => Promise<void> | undefined): Promise<boolean> {
     const at = { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt };
+    const sources = plan.edits.map((e) => {
+      const source = originalsOf(e);
+      return { e, source, hollow: !source || e.replaces.some((id) => source.messagesOf(id).length === 0) };
+    });
+    // A handle naming no originals would be relinked, never filled, for good.
+    const hollow = sources.filter((x) => x.hollow).map(({ e }) => e.editId);
+    if (hollow.length > 0) {
+      this.log.warn({ sessionId: s.sessionId, planId: plan.planId, editIds: hollow }, 'plan dropped: edits with no originals to archive');
+      return false;
+    }
     // A handle names its originals, and archived rows are never deleted: an edit proposed again
     // (the plan before was rejected or superseded) is only relinked by putMany, so its originals
     // are neither gathered nor scanned for secrets a second time.
@@ -923,13 +951,17 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // One edit's originals at a time, with a pause between: redacting runs a secret scan over
     // every original, tens of ms for a large edit, and all at once would hold the event loop.
     const fresh: Awaited<ReturnType<typeof redactEntries>> = [];
-    for (const e of archiveEntries(model, plan.edits.filter((x) => !known.has(x.handle)), at)) {
+    for (const { e, source } of sources) {
+      if (known.has(e.handle) || !source) continue;
       await pause();
-      fresh.push(...(await redactEntries([e], this.deps.archiveFilter)));
+      fresh.push(...(await redactEntries(archiveEntries(source, [e], at), this.deps.archiveFilter)));
     }
     const relinked = archiveEntries({ messagesOf: () => [] }, plan.edits.filter((e) => known.has(e.handle)), at).map((e) => ({ ...e, redactions: [] }));
     const entries = [...fresh, ...relinked];
-    if (s.life.generation !== generation) return false;
+    if (stale()) {
+      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed, rebuilt or rewound while its originals were archived');
+      return false;
+    }
     this.deps.archive.putMany(entries);
     const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);
     if (redacted > 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId, redacted }, 'secrets redacted from archived originals');

@@ -82,6 +82,7 @@ export class SessionModel {
 
   private readonly ctx: LiveContext;
   private ver = 0;
+  private epochValue = 0;
   /** Set when the context changed since the last scoring pass (usage/meta events do not set it). */
   private scoreDirty = true;
   private scored: readonly Section[] = [];
@@ -133,11 +134,13 @@ export class SessionModel {
         break;
       case 'truncate':
         this.countState.truncations++;
+        this.epochValue++;
         this.ctx.truncate(event.keepThroughId);
         if (event.keepThroughId === null) this.forgetReport();
         break;
       case 'reset':
         this.countState.resets++;
+        this.epochValue++;
         this.ctx.clear();
         this.forgetReport();
         break;
@@ -170,6 +173,15 @@ export class SessionModel {
   /** Increments on every change (every applied event except `unknown`, and each replacement). */
   get version(): number {
     return this.ver;
+  }
+
+  /**
+   * Increments whenever sections may leave the context or change identity: a truncate, a reset,
+   * each replacement (an applied edit). Appends do not move it, so work that read the sections
+   * (a plan in flight) knows they are all still there while it is unchanged.
+   */
+  get epoch(): number {
+    return this.epochValue;
   }
 
   /** The live context in order; contextd summaries stand where the replaced sections began. */
@@ -298,6 +310,7 @@ export class SessionModel {
         summary: { editId: summary.editId, handle: summary.handle, reason: summary.reason },
       });
       this.ver++;
+      this.epochValue++;
       this.scoreDirty = true;
       return rec.id;
     });

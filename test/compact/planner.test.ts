@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyPlan, handleFor, planCompaction, SummaryCache } from '../../src/compact/planner.js';
+import { applyPlan, handleFor, originalsOf, planCompaction, SummaryCache } from '../../src/compact/planner.js';
 import type { Summarizer } from '../../src/compact/types.js';
 import { isContextdError } from '../../src/util/errors.js';
 import { generateSession } from '../../src/bench/retention.js';
@@ -130,6 +130,70 @@ describe('planCompaction', () => {
     expect(second.edits.length).toBeGreaterThan(0);
     expect(calls - firstCalls).toBeLessThan(firstCalls);
     expect(second.planId).not.toBe(first.planId);
+  });
+});
+
+describe('planCompaction while the model changes (a daemon pauses it between steps)', () => {
+  /** A model 5% over its window, and the id of its first message. */
+  function overfull(): { model: SessionModel; first: string } {
+    const probe = longScript().model();
+    const model = longScript().model({ budgetTokens: Math.ceil(probe.tokens() / 0.95) });
+    return { model, first: model.messages()[0]?.id ?? '' };
+  }
+
+  it('a rewind at any pause expires the plan (PLAN_EXPIRED): no plan names sections that are gone', async () => {
+    let pauses = 0;
+    const whole = overfull();
+    const plan = await planCompaction(whole.model, { mode: 'reserve', now: fixedNow, pause: () => void pauses++ });
+    expect(plan.edits.length).toBeGreaterThan(0);
+    expect(pauses).toBeGreaterThan(4);
+    // The first pause (right after the sections were read), one in the middle, the last.
+    for (const at of [1, Math.ceil(pauses / 2), pauses]) {
+      const { model, first } = overfull();
+      let n = 0;
+      const pause = (): undefined => {
+        if (++n === at) model.apply({ type: 'truncate', keepThroughId: first, reason: 'rewind' });
+        return undefined;
+      };
+      const err = await planCompaction(model, { mode: 'reserve', now: fixedNow, pause }).then(
+        (p) => p,
+        (e: unknown) => e,
+      );
+      expect(isContextdError(err) ? err.code : err).toBe('PLAN_EXPIRED');
+    }
+  });
+
+  it('an append while it pauses does not expire it: its numbers are those of the model it read', async () => {
+    const { model } = overfull();
+    const version = model.version;
+    const tokens = model.tokens();
+    let n = 0;
+    const pause = (): undefined => {
+      if (++n === 1) model.apply({ type: 'message', message: { id: 'late-1', role: 'assistant', text: 'Still reading the pool module. '.repeat(40) } });
+      return undefined;
+    };
+    const plan = await planCompaction(model, { mode: 'reserve', now: fixedNow, pause });
+    expect(plan.modelVersion).toBe(version);
+    expect(plan.tokensBefore).toBe(tokens);
+    expect(plan.edits.length).toBeGreaterThan(0);
+  });
+
+  it('originalsOf: the messages each edit summarized and its handle names, also once the model moved on', async () => {
+    const { model } = overfull();
+    const plan = await planCompaction(model, { mode: 'reserve', now: fixedNow });
+    const before = new Map(plan.edits.map((e) => [e.editId, e.replaces.flatMap((id) => [...model.messagesOf(id)])]));
+    applyPlan(model, plan);
+    for (const e of plan.edits) {
+      expect(e.replaces.flatMap((id) => [...model.messagesOf(id)])).toEqual([]);
+      const source = originalsOf(e);
+      const summarized = e.replaces.flatMap((id) => [...(source?.messagesOf(id) ?? [])]);
+      expect(summarized.length).toBeGreaterThan(0);
+      expect(summarized).toEqual(before.get(e.editId));
+      expect(handleFor(plan.sessionId, summarized)).toBe(e.handle);
+    }
+    // An edit it did not make here (read back from the plan log, say) has none.
+    const [edit] = plan.edits;
+    expect(edit && originalsOf({ ...edit })).toBeUndefined();
   });
 });
 

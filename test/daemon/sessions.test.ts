@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { SessionManager } from '../../src/daemon/sessions.js';
+import { SessionManager, type ArchiveFilter } from '../../src/daemon/sessions.js';
 import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
@@ -28,7 +28,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -45,7 +45,7 @@ function setup(opts: { full?: boolean; redact?: boolean; now?: () => number; idl
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
     { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.redact ? { archiveFilter: redactMessages } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -438,6 +438,91 @@ describe('SessionManager plans beside the turns (a slow summarizer holds nobody 
     await manager.settled();
     await vi.waitFor(() => expect(plans.length).toBeGreaterThan(0), { timeout: 60_000 });
     expect(plans[0]).toBe(full);
+  });
+});
+
+/** The extractive summarizer, with `hook` run (synchronously) in its `at`-th call; `sizes` are the messages per call. */
+function hookedSummarizer(at: number, hook: () => void): { summarizer: Summarizer; sizes: number[] } {
+  const inner = createSummarizer({ kind: 'extractive' }, { logger: pino({ level: 'silent' }) });
+  const sizes: number[] = [];
+  return {
+    sizes,
+    summarizer: {
+      name: inner.name,
+      summarize: (input, signal) => {
+        sizes.push(input.messages.length);
+        if (sizes.length === at) hook();
+        return inner.summarize(input, signal);
+      },
+    },
+  };
+}
+
+/** A truncate event back to the first message of `evs`. */
+function rewindTo(evs: readonly TranscriptEvent[]): TranscriptEvent {
+  const first = evs.find((e) => e.type === 'message');
+  if (first?.type !== 'message') throw new Error('no message in the transcript');
+  return { type: 'truncate', keepThroughId: first.message.id, reason: 'rewind' };
+}
+
+describe('SessionManager plans while the session changes under them', () => {
+  it('a rewind while the plan summarizes drops it at its next step: no edit naming gone sections, nothing archived under an empty handle', async () => {
+    const evs = events(10);
+    let rewind = (): void => undefined;
+    // The rewind lands while the first edit is summarized, after the sections were read.
+    const hooked = hookedSummarizer(1, () => rewind());
+    const { manager, db, lines } = setup({ summarizer: hooked.summarizer });
+    rewind = () => void manager.ingest('/t/a.jsonl', 'a', 'openai-chat', [rewindTo(evs)]);
+    const plans: Plan[] = [];
+    manager.on('plan', (_s, plan) => plans.push(plan));
+    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', evs);
+    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'plan dropped: sections it replaces left the context while it was made')).toBe(true), { timeout: 60_000 });
+    await vi.waitFor(() => expect(a.life.planning).toBe(false));
+    expect(a.model.messages()).toHaveLength(1);
+    // No summary of nothing: the edits after the rewind were never summarized.
+    expect(hooked.sizes.length).toBeGreaterThan(0);
+    expect(hooked.sizes.filter((n) => n === 0)).toEqual([]);
+    expect(plans).toEqual([]);
+    expect(new Archive(db).count('a')).toBe(0);
+    expect(lines.filter((l) => l['msg'] === 'planning failed; will retry when the session changes')).toEqual([]);
+  });
+
+  it('a rewind while the originals are archived drops the plan and stores none of them', async () => {
+    const evs = events(10);
+    let rewind = (): void => undefined;
+    let filtered = 0;
+    // The archive filter runs once per edit, with a pause before each: the rewind lands after the first.
+    const archiveFilter: ArchiveFilter = (messages) => {
+      if (++filtered === 1) rewind();
+      return Promise.resolve({ messages: [...messages], findings: [] });
+    };
+    const { manager, db, lines } = setup({ archiveFilter });
+    rewind = () => void manager.ingest('/t/a.jsonl', 'a', 'openai-chat', [rewindTo(evs)]);
+    const plans: Plan[] = [];
+    manager.on('plan', (_s, plan) => plans.push(plan));
+    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', evs);
+    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'plan dropped: the session was closed, rebuilt or rewound while its originals were archived')).toBe(true), { timeout: 60_000 });
+    await vi.waitFor(() => expect(a.life.planning).toBe(false));
+    expect(filtered).toBeGreaterThan(1); // it went on to the edits after the rewind
+    expect(plans).toEqual([]);
+    expect(new Archive(db).count('a')).toBe(0);
+  });
+
+  it('archives exactly what each edit summarized, even when lines are appended while the plan is made', async () => {
+    const evs = events(10);
+    let append = (): void => undefined;
+    const { manager, db } = setup({ summarizer: hookedSummarizer(2, () => append()).summarizer });
+    append = () => void manager.ingest('/t/a.jsonl', 'a', 'openai-chat', extra(1));
+    const planned = nextPlan(manager);
+    manager.ingest('/t/a.jsonl', 'a', 'openai-chat', evs);
+    const plan = await planned;
+    const archive = new Archive(db);
+    for (const e of plan.edits) {
+      const archived = archive.get(e.handle)?.messages ?? [];
+      expect(archived.length).toBeGreaterThan(0);
+      // what the summary quotes: the handle is the hash of exactly these messages
+      expect(archived.map((m) => m.id)).toEqual(e.replaces.flatMap((id) => manager.get('a')?.model.messagesOf(id).map((m) => m.id) ?? []));
+    }
   });
 });
 

@@ -208,6 +208,24 @@ describe('SessionModel truncate and reset', () => {
     expect(m.goal().text).toBe('continue from summary');
   });
 
+  it('moves the epoch when sections may leave the context (truncate, reset, replacement), never on an append', () => {
+    const m = model();
+    m.applyAll([user('u1', 'start'), asst('a1', 'one'), asst('a2', 'two'), asst('a3', 'three'), { type: 'usage', contextTokens: 50 }, { type: 'meta', meta: { model: 'x' } }]);
+    const e0 = m.epoch;
+    m.apply(asst('a4', 'four'));
+    expect(m.epoch).toBe(e0);
+    m.apply({ type: 'truncate', keepThroughId: 'a3', reason: 'rewind' });
+    expect(m.epoch).toBe(e0 + 1);
+    const [first, second] = m.sections().filter((x) => !x.anchor).map((x) => x.id);
+    m.replaceEach([
+      { sectionIds: [first as string], summary: { text: 'one', editId: 'e1', handle: 'h1', reason: 'test' } },
+      { sectionIds: [second as string], summary: { text: 'two', editId: 'e2', handle: 'h2', reason: 'test' } },
+    ]);
+    expect(m.epoch).toBe(e0 + 3);
+    m.apply({ type: 'reset', reason: 'compacted' });
+    expect(m.epoch).toBe(e0 + 4);
+  });
+
   it('counts unknown events without changing the version', () => {
     const m = model();
     const v = m.version;
