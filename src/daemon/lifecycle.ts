@@ -181,6 +181,15 @@ export class SessionLifecycle {
   }
 
   /**
+   * Whether an open plan of this generation was made from a later model version than `plan`:
+   * then `plan` (made earlier, finished later) must not supersede it.
+   */
+  hasNewerThan(plan: Pick<Plan, 'modelVersion'>): boolean {
+    for (const p of this.open.values()) if (p.generation === this.generation && p.plan.modelVersion > plan.modelVersion) return true;
+    return false;
+  }
+
+  /**
    * A client subscribed: the open plan still current for this model generation (to push at
    * once), or undefined when a fresh plan is needed. Marks it pushed.
    */

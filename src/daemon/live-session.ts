@@ -55,6 +55,11 @@ export class LiveSession {
   readonly pending: { readonly events: readonly TranscriptEvent[]; readonly toOffset: number | undefined }[] = [];
   /** The rebuild under way, if any. */
   restoring: Promise<void> | undefined;
+  /**
+   * The plan of this session being made (not a dry run), if any: a manual plan waits for it, so
+   * one session never has two at once (owned by the session manager).
+   */
+  planInFlight: Promise<unknown> | undefined;
   /** The timer of a throttled plan (owned by the session manager). */
   planTimer: NodeJS.Timeout | undefined;
   /** For a conversation through the proxy: the agent's own session id, and how to compact it now. */

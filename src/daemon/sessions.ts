@@ -583,16 +583,20 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const s = await this.requireLoaded(sessionId);
     // The proxy applies it to the conversation's next request (and records it through proxiedChanged).
     if (s.source === 'proxy' && !dryRun && s.proxied) return s.proxied.compact(targetHeadroom);
+    // The pump's plan of this session first: two at once would race to publish and archive.
+    if (!dryRun) await this.planIdle(s);
     const work = this.makePlan(s, 'manual', targetHeadroom, dryRun, false);
     this.inFlight.add(work);
     try {
       const made = await work;
       if (!made) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (transcript rewritten or rewound): ask again`, { sessionId });
       if (dryRun) return { ...made, dryRun: true } as Plan;
-      this.publish(s, made);
+      if (!this.publish(s, made)) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (closed, or planned from a newer model): ask again`, { sessionId });
       return made;
     } finally {
       this.inFlight.delete(work);
+      // A plan the pump found due while this one was made was passed over: look again.
+      if (!dryRun && this.current(s)) this.consider(s, zoneOf(s.model.headroom(), this.options));
     }
   }
 
@@ -868,12 +872,28 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return this.sessions.get(s.sessionId) === s;
   }
 
+  /** Resolves once no plan of `s` is in flight (a manual plan waits for the pump's: never two at once). */
+  private async planIdle(s: LiveSession): Promise<void> {
+    while (s.planInFlight) await s.planInFlight.then(undefined, () => undefined);
+  }
+
   /**
    * Plan from the session's current model. Resolves to undefined when the plan went stale while
    * it was made: the model was replaced (transcript rewritten, budget reconfigured) or sections
-   * it read left the context (truncated, reset, an edit applied).
+   * it read left the context (truncated, reset, an edit applied). A plan that is not a dry run
+   * is the session's `planInFlight` until it settles.
    */
-  private async makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
+  private makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
+    const work = this.planFrom(s, mode, targetHeadroom, dryRun, advisory);
+    if (dryRun) return work;
+    const tracked: Promise<Plan | undefined> = work.finally(() => {
+      if (s.planInFlight === tracked) s.planInFlight = undefined;
+    });
+    s.planInFlight = tracked;
+    return tracked;
+  }
+
+  private async planFrom(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
     const model = s.model;
     const w = this.budget.worker();
     const slice = w.hook();
@@ -968,7 +988,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return true;
   }
 
-  private publish(s: LiveSession, plan: Plan): void {
+  /**
+   * Propose a plan made of `s`: stored, logged and emitted for the daemon to push. False when it
+   * must not be: an open plan was made from a newer model (an older plan never supersedes it).
+   */
+  private publish(s: LiveSession, plan: Plan): boolean {
+    if (s.life.hasNewerThan(plan)) {
+      this.log.info({ sessionId: s.sessionId, planId: plan.planId, modelVersion: plan.modelVersion }, 'plan dropped: a plan of a newer model is open');
+      return false;
+    }
     const pushed = this.subscribedTo(s);
     this.expire(s.sessionId, s.life.propose(plan, pushed), 'superseded by a newer plan');
     this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'proposed', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
@@ -990,6 +1018,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       'compaction planned',
     );
     this.emit('plan', s, plan);
+    return true;
   }
 
   private expire(sessionId: string, planIds: readonly string[], why: string): void {

@@ -20,6 +20,18 @@ describe('SessionLifecycle', () => {
     expect(zoneOf({ headroom: 0.1 }, o)).toBe('reserve');
   });
 
+  it('a plan of an older model version never supersedes an open plan of a newer one (of the same model)', () => {
+    const l = new SessionLifecycle(0);
+    const at = (id: string, modelVersion: number): Plan => ({ planId: id, edits: [], modelVersion }) as unknown as Plan;
+    l.propose(at('p9', 9), true);
+    expect(l.hasNewerThan(at('p7', 7))).toBe(true);
+    expect(l.hasNewerThan(at('p9b', 9))).toBe(false); // the same model planned again (session.compact) may
+    expect(l.hasNewerThan(at('p12', 12))).toBe(false);
+    // A rebuilt model starts its versions over: its open plans expire and are no measure.
+    l.rebuilt();
+    expect(l.hasNewerThan(at('q2', 2))).toBe(false);
+  });
+
   it('does not re-plan an unchanged model, nor while a plan is being made', () => {
     const l = new SessionLifecycle(0);
     l.planStarted(7, 0, false);

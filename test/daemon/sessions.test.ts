@@ -458,6 +458,33 @@ function hookedSummarizer(at: number, hook: () => void): { summarizer: Summarize
   };
 }
 
+/** The extractive summarizer whose first call waits until `open()` (or until shutdown aborts it). */
+function gatedSummarizer(): { summarizer: Summarizer; waiting: () => boolean; open: () => void } {
+  const inner = createSummarizer({ kind: 'extractive' }, { logger: pino({ level: 'silent' }) });
+  let calls = 0;
+  let release: (() => void) | undefined;
+  let opened = false;
+  return {
+    summarizer: {
+      name: inner.name,
+      summarize: async (input, signal) => {
+        if (calls++ === 0) {
+          await new Promise<void>((resolve, reject) => {
+            release = resolve;
+            signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+          });
+        }
+        return inner.summarize(input, signal);
+      },
+    },
+    waiting: () => release !== undefined && !opened,
+    open: () => {
+      opened = true;
+      release?.();
+    },
+  };
+}
+
 /** A truncate event back to the first message of `evs`. */
 function rewindTo(evs: readonly TranscriptEvent[]): TranscriptEvent {
   const first = evs.find((e) => e.type === 'message');
@@ -523,6 +550,28 @@ describe('SessionManager plans while the session changes under them', () => {
       // what the summary quotes: the handle is the hash of exactly these messages
       expect(archived.map((m) => m.id)).toEqual(e.replaces.flatMap((id) => manager.get('a')?.model.messagesOf(id).map((m) => m.id) ?? []));
     }
+  });
+
+  it('session.compact waits for the plan in flight: one plan at a time, the newer one stays proposed', async () => {
+    const gate = gatedSummarizer();
+    const { manager, db } = setup({ summarizer: gate.summarizer });
+    const plans: Plan[] = [];
+    manager.on('plan', (_s, plan) => plans.push(plan));
+    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
+    await vi.waitFor(() => expect(gate.waiting()).toBe(true), { timeout: 60_000 });
+    const manual = manager.compactNow('a', 0.7, false);
+    // The manual plan waits: nothing is published while the pump's plan is held.
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(plans).toEqual([]);
+    gate.open();
+    const made = await manual;
+    expect(plans.map((p) => p.planId)).toHaveLength(2);
+    expect(plans[1]?.planId).toBe(made.planId);
+    const log = new PlanLog(db);
+    expect(log.get(made.planId)?.status).toBe('proposed');
+    expect(log.get(plans[0]?.planId ?? '')?.status).toBe('expired');
+    expect(a.life.openPlanCount).toBe(1);
+    expect(a.life.planning).toBe(false);
   });
 });
 
