@@ -462,13 +462,20 @@ interface BuildContext {
 async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[], b: BuildContext): Promise<EditRecord[]> {
   const results: EditRecord[] = new Array(runs.length);
   let next = 0;
+  let failed = false;
   const worker = async (): Promise<void> => {
-    while (next < runs.length) {
-      const i = next++;
-      const run = runs[i];
-      if (!run) continue;
-      await b.pause?.();
-      results[i] = await buildEdit(model, run, b);
+    try {
+      // after one failed (the plan is given up), the others take no new run
+      while (!failed && next < runs.length) {
+        const i = next++;
+        const run = runs[i];
+        if (!run) continue;
+        await b.pause?.();
+        results[i] = await buildEdit(model, run, b);
+      }
+    } catch (err) {
+      failed = true;
+      throw err;
     }
   };
   await Promise.all(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));

@@ -256,7 +256,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private applyQueued(s: LiveSession, more: () => boolean = () => true): boolean {
     for (let b = this.queued.shift(s); b; b = this.queued.shift(s)) {
-      if (s.fed || !this.sessions.has(s.sessionId)) {
+      if (s.fed || !this.current(s)) {
         this.queued.drop(s);
         return true;
       }
@@ -728,7 +728,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Ask the lifecycle whether to plan; queue the session, or arm a timer to ask again. */
   private consider(s: LiveSession, zone: Zone): void {
     if (s.source === 'proxy') return; // the proxy plans for its conversations itself
-    if (this.closing || this.planQueue.has(s) || !this.sessions.has(s.sessionId)) return;
+    if (this.closing || this.planQueue.has(s) || !this.current(s)) return;
     const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
@@ -796,7 +796,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const s = this.runQueue.values().next().value as LiveSession | undefined;
     if (!s) return;
     this.runQueue.delete(s);
-    if (!this.sessions.has(s.sessionId)) return;
+    if (!this.current(s)) return;
     if (this.queued.has(s) && !this.applyQueued(s, () => w.left())) {
       this.runQueue.add(s); // the rest in a later turn
       // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:
@@ -863,7 +863,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       else this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
     } finally {
       // The model may have moved on while the plan was made: look again.
-      if (this.sessions.has(s.sessionId)) this.consider(s, zoneOf(s.model.headroom(), this.options));
+      if (this.current(s)) this.consider(s, zoneOf(s.model.headroom(), this.options));
     }
   }
 
@@ -990,9 +990,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /**
    * Propose a plan made of `s`: stored, logged and emitted for the daemon to push. False when it
-   * must not be: an open plan was made from a newer model (an older plan never supersedes it).
+   * must not be: the session is gone, or an open plan was made from a newer model (an older plan
+   * never supersedes it).
    */
   private publish(s: LiveSession, plan: Plan): boolean {
+    if (!this.current(s)) {
+      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed while it was made');
+      return false;
+    }
     if (s.life.hasNewerThan(plan)) {
       this.log.info({ sessionId: s.sessionId, planId: plan.planId, modelVersion: plan.modelVersion }, 'plan dropped: a plan of a newer model is open');
       return false;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { applyPlan, handleFor, originalsOf, planCompaction, SummaryCache } from '../../src/compact/planner.js';
 import type { Summarizer } from '../../src/compact/types.js';
+import { createExtractiveSummarizer } from '../../src/compact/summarize/extractive.js';
 import { isContextdError } from '../../src/util/errors.js';
 import { generateSession } from '../../src/bench/retention.js';
 import { SessionModel } from '../../src/model/index.js';
@@ -194,6 +195,32 @@ describe('planCompaction while the model changes (a daemon pauses it between ste
     // An edit it did not make here (read back from the plan log, say) has none.
     const [edit] = plan.edits;
     expect(edit && originalsOf({ ...edit })).toBeUndefined();
+  });
+
+  it('a summarizer that fails stops the plan: no more edits are summarized after it', async () => {
+    const base = createExtractiveSummarizer();
+    let calls = 0;
+    const counting: Summarizer = {
+      name: 'counting',
+      summarize: (input, signal) => {
+        calls++;
+        return base.summarize(input, signal);
+      },
+    };
+    const all = overfull();
+    await planCompaction(all.model, { mode: 'manual', targetHeadroom: 0.9, now: fixedNow, summarizer: counting });
+    const whole = calls;
+    expect(whole).toBeGreaterThan(8);
+    calls = 0;
+    const failing: Summarizer = {
+      name: 'failing',
+      summarize: (input, signal) => (++calls === 1 ? Promise.reject(new Error('summarizer down')) : base.summarize(input, signal)),
+    };
+    const { model } = overfull();
+    await expect(planCompaction(model, { mode: 'manual', targetHeadroom: 0.9, now: fixedNow, summarizer: failing })).rejects.toThrow('summarizer down');
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    // the calls already under way when it failed (one per worker), none after
+    expect(calls).toBeLessThanOrEqual(4);
   });
 });
 

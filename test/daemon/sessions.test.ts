@@ -573,6 +573,23 @@ describe('SessionManager plans while the session changes under them', () => {
     expect(a.life.openPlanCount).toBe(1);
     expect(a.life.planning).toBe(false);
   });
+
+  it('a plan of a session closed while it was made is not published, not even to a session opened anew under its id', async () => {
+    const gate = gatedSummarizer();
+    const { manager } = setup({ summarizer: gate.summarizer });
+    const plans: string[] = [];
+    manager.on('plan', (s) => plans.push(s.sessionId));
+    const old = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
+    await vi.waitFor(() => expect(gate.waiting()).toBe(true), { timeout: 60_000 });
+    manager.removeSession('a');
+    const fresh = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(2));
+    gate.open();
+    await vi.waitFor(() => expect(old.life.planning).toBe(false), { timeout: 60_000 });
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(plans).toEqual([]);
+    expect(fresh.life.openPlanCount).toBe(0);
+    expect(old.life.openPlanCount).toBe(0);
+  });
 });
 
 describe('SessionManager shutdown', () => {
