@@ -114,6 +114,7 @@ export class Daemon {
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
+      tailedInode: (file) => this.tailer?.inodeOf(file),
     });
     this.warm = new WarmService(this.db, {
       logger: this.deps.logger,
