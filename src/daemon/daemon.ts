@@ -364,13 +364,19 @@ export class Daemon {
     for (const s of due) {
       await yieldToEventLoop();
       if (this.stopping) return; // not harvested: it is read again, and found idle again, after a restart
+      // Every due session was marked ended when the round began: one that resumed since (a new
+      // message), or was forgotten (or forgotten and opened anew), is not harvested now.
+      if (!s.ended || sessions.get(s.sessionId) !== s) {
+        this.log.debug({ sessionId: s.sessionId }, 'session active again before its idle harvest: not harvested in this round');
+        continue;
+      }
       try {
         // harvest reads the transcript itself: a session released from memory stays released
         const r = await this.trackHarvest(s, 'unknown');
         this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
         // Free its model unless a client still follows it: the file stays watched and is read
         // again from 0 if the session resumes (a session fed over the socket is fed again).
-        if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
+        if (s.ended && sessions.get(s.sessionId) === s && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
       } catch (err) {
         this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed');
       }
