@@ -18,23 +18,37 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
+const names = ['a', 'b', 'c', 'd'];
+
+/**
+ * A daemon (not started) watching four demo transcripts that go idle after 1 s, its log lines
+ * collected in `lines` (each also handed to `onLine` as it is written).
+ */
+function idleDaemon(onLine?: (line: Record<string, unknown>) => void): { daemon: Daemon; lines: Record<string, unknown>[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'contextd-idle-harvest-'));
+  dirs.push(dir);
+  mkdirSync(join(dir, 'sessions'));
+  for (const n of names) writeFileSync(join(dir, 'sessions', `${n}.jsonl`), demoTranscriptJsonl({ rounds: 4, variant: n }));
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString().split('\n').filter(Boolean)) {
+        const line = JSON.parse(l) as Record<string, unknown>;
+        lines.push(line);
+        onLine?.(line);
+      }
+      cb();
+    },
+  });
+  const options = resolveDaemonOptions({ idleTimeoutMs: 1_000 }, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 200_000 });
+  const daemon = new Daemon(options, { logger: pino({ level: 'debug' }, sink) });
+  daemons.push(daemon);
+  return { daemon, lines };
+}
+
 describe('idle harvest', () => {
   it('harvests sessions that went idle together one at a time (never two harvests in flight)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-idle-harvest-'));
-    dirs.push(dir);
-    mkdirSync(join(dir, 'sessions'));
-    const names = ['a', 'b', 'c', 'd'];
-    for (const n of names) writeFileSync(join(dir, 'sessions', `${n}.jsonl`), demoTranscriptJsonl({ rounds: 4, variant: n }));
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
-        cb();
-      },
-    });
-    const options = resolveDaemonOptions({ idleTimeoutMs: 1_000 }, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 200_000 });
-    const daemon = new Daemon(options, { logger: pino({ level: 'debug' }, sink) });
-    daemons.push(daemon);
+    const { daemon, lines } = idleDaemon();
     await daemon.start();
     // The harvests in flight, read from the daemon's own tracking (internal; shutdown waits on it),
     // sampled on every event-loop iteration until all four are done.
@@ -51,26 +65,10 @@ describe('idle harvest', () => {
   });
 
   it('a session that resumes while its idle round is under way is not harvested in that round, nor forgotten', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-idle-resume-'));
-    dirs.push(dir);
-    mkdirSync(join(dir, 'sessions'));
-    const names = ['a', 'b', 'c', 'd'];
-    for (const n of names) writeFileSync(join(dir, 'sessions', `${n}.jsonl`), demoTranscriptJsonl({ rounds: 4, variant: n }));
-    const lines: Record<string, unknown>[] = [];
     let onHarvested: ((sessionId: string) => void) | undefined;
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString().split('\n').filter(Boolean)) {
-          const line = JSON.parse(l) as Record<string, unknown>;
-          lines.push(line);
-          if (line['msg'] === 'idle session harvested') onHarvested?.(line['sessionId'] as string);
-        }
-        cb();
-      },
+    const { daemon, lines } = idleDaemon((line) => {
+      if (line['msg'] === 'idle session harvested') onHarvested?.(line['sessionId'] as string);
     });
-    const options = resolveDaemonOptions({ idleTimeoutMs: 1_000 }, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 200_000 });
-    const daemon = new Daemon(options, { logger: pino({ level: 'debug' }, sink) });
-    daemons.push(daemon);
     const sessions = (): SessionManager => (daemon as unknown as { sessions: SessionManager }).sessions;
     // The first harvest of the round done, every other session gets a new message before its
     // turn. Handed to the session manager directly (not appended for the tailer to find): what
