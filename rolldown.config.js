@@ -18,6 +18,11 @@ export default defineConfig({
     // Chunk names carry content hashes: without this, every build leaves the last one's beside it.
     cleanDir: true,
     format: 'cjs',
+    // An npm package's import() stays import() (not require()): ES-module-only packages
+    // (@secretlint/*, loaded by harvest/redact.ts on the archive path) then load on every Node
+    // the engines field allows, not only where require() of an ES module works (20.19+, 22.12+).
+    // test/cli/hook-bundle.test.ts checks the built files.
+    dynamicImportInCjs: true,
     entryFileNames: '[name].cjs',
     chunkFileNames: '[name]-[hash].cjs',
     // Few files per path: what every run needs, the socket client (daemon up), the warm

@@ -18,7 +18,8 @@ import { findSocketPath } from '../ipc/paths.js';
 import { parseHookEvent, MAX_HOOK_INPUT_BYTES } from '../integrations/hook-event.js';
 import { PENDING_DIR } from '../integrations/hook-settings.js';
 import { AGENTS, answerHook, type AgentName } from '../integrations/answer.js';
-import type { ArchiveEntry, BootstrapAnswer, HookDeps } from '../integrations/hooks.js';
+import type { BootstrapAnswer, HookDeps } from '../integrations/hooks.js';
+import type { LooseOriginals } from '../compact/archive-entries.js';
 import { resolveStateDir, stateDbPath } from '../store/paths.js';
 import type { SnapshotTemplateSource } from '../warm/snapshot-source.js';
 import { WARM_SNAPSHOT_FILE } from '../warm/snapshot-format.js';
@@ -165,7 +166,7 @@ function stashName(sessionId: string): string {
   return `${sessionId.replace(/[^\w.-]/g, '_').slice(0, 200)}.txt`;
 }
 
-function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unknown>[], archive: (entry: ArchiveEntry) => void): HookDeps {
+function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unknown>[], archive: (entry: LooseOriginals) => void): HookDeps {
   const socketPath = flags.socket ?? findSocketPath();
   const timeoutMs = flags.timeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
   return {
@@ -234,7 +235,7 @@ function unusableSnapshot(err: unknown): Record<string, unknown> {
 }
 
 /** Archives an agent compaction's originals, secrets redacted (`archive.redactSecrets` at its default). */
-async function archiveOriginals(stateDir: string, entry: ArchiveEntry): Promise<void> {
+async function archiveOriginals(stateDir: string, entry: LooseOriginals): Promise<void> {
   const [{ openDb }, { Archive }, { createTokenCounter }, { looseEntry, redactEntries }, { redactMessages }] = await Promise.all([
     import('../store/db.js'),
     import('../store/archive.js'),

@@ -383,6 +383,16 @@ function detailKey(detail: Readonly<Record<string, unknown>>): string {
   return JSON.stringify(shown);
 }
 
+/**
+ * The SummaryCache key of a run's summary: every input the summarizer reads that changes what
+ * it writes — the reason (two reasons can leave the same detail once scores are stripped, e.g.
+ * `{}`), the goal (an LLM prompt names it; hashed, it can be long), the originals, key terms,
+ * budget and detail. Exported for tests.
+ */
+export function summaryKey(summarizer: string, run: SelectedRun, goal: string, handle: string, keyTerms: readonly string[], messages: readonly Message[]): string {
+  return `${summarizer}|${run.reason}|${fnv1a64(goal)}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${detailKey(run.detail)}`;
+}
+
 /** An edit with what built it and what its survival check found. */
 interface EditRecord {
   readonly edit: Edit;
@@ -497,7 +507,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
   };
   const keyTerms = b.refs.keyTermsOf(textTermsOf(messages), range.end);
   const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens, handle };
-  const cacheKey = `${b.summarizer.name}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${detailKey(run.detail)}`;
+  const cacheKey = summaryKey(b.summarizer.name, run, b.goal, handle, keyTerms, messages);
   const hit = b.cache?.built(cacheKey);
   const raw = hit?.raw ?? (await b.summarizer.summarize(input, b.signal));
   const goalWords = b.refs.goalWords();

@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
@@ -13,6 +12,7 @@ import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
 import { stateDbPath } from '../store/paths.js';
 import { SessionManager } from './sessions.js';
+import { yieldToEventLoop } from './loop-budget.js';
 import { redactMessages } from '../harvest/index.js';
 import type { LiveSession } from './live-session.js';
 import { buildHandlers } from './handlers.js';
@@ -114,6 +114,7 @@ export class Daemon {
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
+      tailedInode: (file) => this.tailer?.inodeOf(file),
     });
     this.warm = new WarmService(this.db, {
       logger: this.deps.logger,
@@ -260,7 +261,7 @@ export class Daemon {
   /** Apply new options (SIGHUP). Watch list, socket and state dir need a restart. */
   reload(options: DaemonOptions): void {
     void this.notifier?.reloading();
-    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'maxClients', 'clientIdleTimeoutMs', 'partialLineTimeoutMs', 'archive', 'proxy'];
+    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'maxClients', 'clientIdleTimeoutMs', 'partialLineTimeoutMs', 'archive', 'proxy', 'warmSnapshotDelayMs'];
     const restartNeeded = needsRestart.filter((k) => JSON.stringify(options[k]) !== JSON.stringify(this.options[k]));
     this.options = { ...options, ...Object.fromEntries(restartNeeded.map((k) => [k, this.options[k]])) } as DaemonOptions;
     this.deps.logger.level = options.logLevel;
@@ -363,13 +364,19 @@ export class Daemon {
     for (const s of due) {
       await yieldToEventLoop();
       if (this.stopping) return; // not harvested: it is read again, and found idle again, after a restart
+      // Every due session was marked ended when the round began: one that resumed since (a new
+      // message), or was forgotten (or forgotten and opened anew), is not harvested now.
+      if (!s.ended || sessions.get(s.sessionId) !== s) {
+        this.log.debug({ sessionId: s.sessionId }, 'session active again before its idle harvest: not harvested in this round');
+        continue;
+      }
       try {
         // harvest reads the transcript itself: a session released from memory stays released
         const r = await this.trackHarvest(s, 'unknown');
         this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'idle' }, 'idle session harvested');
         // Free its model unless a client still follows it: the file stays watched and is read
         // again from 0 if the session resumes (a session fed over the socket is fed again).
-        if (s.ended && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
+        if (s.ended && sessions.get(s.sessionId) === s && this.subscriberCount(s.sessionId) === 0 && !this.stopping && (s.fed !== undefined || this.tailer?.release(s.file))) sessions.removeSession(s.sessionId, 'finished (idle) and harvested');
       } catch (err) {
         this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'idle harvest failed');
       }

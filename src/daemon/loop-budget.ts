@@ -1,4 +1,13 @@
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { setImmediate as nextIteration } from 'node:timers/promises';
+
+/**
+ * Resolves in a later event-loop iteration, after the loop polled for I/O: the yield a worker's
+ * `pause` makes, and the one home for it in the daemon (the idle harvest round yields with it
+ * between sessions).
+ */
+export function yieldToEventLoop(): Promise<void> {
+  return nextIteration();
+}
 
 /**
  * The time slice of each event-loop iteration, shared by everyone who works in steps (the run

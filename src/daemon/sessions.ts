@@ -62,6 +62,12 @@ export interface SessionManagerDeps {
   readonly archiveFilter?: ArchiveFilter;
   /** A session's model left memory (released or forgotten): the daemon may collect garbage. */
   readonly memoryFreed?: () => void;
+  /**
+   * The inode the tailer read a transcript from (Tailer.inodeOf): a released session is rebuilt
+   * only from that same file (FILE_REPLACED otherwise, as harvest does), never from a file put in
+   * its place before the tailer noticed. Undefined: not checked.
+   */
+  readonly tailedInode?: (file: string) => number | undefined;
 }
 
 /** Redacts the originals of an edit before they are archived (the same filter the proxy is handed). */
@@ -382,7 +388,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private async rebuild(s: LiveSession): Promise<void> {
     const r = s.released;
     if (!r) return;
-    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes);
+    // A file replaced before the tailer's reset: FILE_REPLACED (the reset rebuilds it from 0), not the new file's lines as the old session.
+    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedInode?.(s.file));
     // Rewritten or forgotten meanwhile: that path started over on its own.
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
     const model = this.newModel(s.sessionId);

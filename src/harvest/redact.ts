@@ -7,9 +7,7 @@
  *  2. secretlint's recommended preset (`@secretlint/core` `lintSource`) — asynchronous, so
  *     `redactAll` runs it ONCE over a batch of texts joined together, and maps the ranges back.
  */
-import { lintSource } from '@secretlint/core';
-import { creator as recommendPreset } from '@secretlint/secretlint-rule-preset-recommend';
-import { secretLintProfiler } from '@secretlint/profiler';
+import type { lintSource } from '@secretlint/core';
 import { SECRET_RULES } from './redact-rules.js';
 import type { Message } from '../model/messages.js';
 
@@ -36,11 +34,30 @@ function toFindings(counts: Map<string, number>): RedactionFinding[] {
   return [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([rule, count]) => ({ rule, count }));
 }
 
-// secretlint marks every lint with `performance.mark` and its profiler keeps each entry for
-// good (searching the list on every mark and queueing a measure per pair): in a daemon that
-// redacts every archived original this grew without bound — half the CPU and hundreds of MiB
-// under load (issue 14 profile). contextd never reads the profile, so marking is switched off.
-secretLintProfiler.mark = () => undefined;
+interface Secretlint {
+  readonly lintSource: typeof lintSource;
+  readonly config: Parameters<typeof lintSource>[0]['options']['config'];
+}
+
+let secretlint: Promise<Secretlint> | undefined;
+
+/**
+ * secretlint, loaded on first use by a dynamic import(): its packages are ES modules only, and
+ * the hook bundle is CommonJS, where require() of an ES module works only from Node 20.19 and
+ * 22.12 — import() works on every Node this supports (rolldown keeps an external's import() as
+ * it is in CommonJS output: dynamicImportInCjs).
+ */
+function loadSecretlint(): Promise<Secretlint> {
+  secretlint ??= Promise.all([import('@secretlint/core'), import('@secretlint/secretlint-rule-preset-recommend'), import('@secretlint/profiler')]).then(([core, preset, profiler]) => {
+    // secretlint marks every lint with `performance.mark` and its profiler keeps each entry for
+    // good (searching the list on every mark and queueing a measure per pair): in a daemon that
+    // redacts every archived original this grew without bound — half the CPU and hundreds of MiB
+    // under load (issue 14 profile). contextd never reads the profile, so marking is switched off.
+    profiler.secretLintProfiler.mark = () => undefined;
+    return { lintSource: core.lintSource, config: { rules: [{ id: '@secretlint/secretlint-rule-preset-recommend', rule: preset.creator }] } };
+  });
+  return secretlint;
+}
 
 /** Apply our own rules only (synchronous; used for log fields and as the first layer). */
 export function redactSync(text: string): Redacted {
@@ -72,7 +89,6 @@ function countGroups(rest: unknown[]): number {
   return i < 0 ? rest.length : i;
 }
 
-const SECRETLINT_CONFIG = { rules: [{ id: '@secretlint/secretlint-rule-preset-recommend', rule: recommendPreset }] };
 const SEPARATOR = '\n\n\u2063\n\n';
 
 function ruleName(ruleId: string): string {
@@ -89,9 +105,10 @@ export async function redactAll(texts: readonly string[]): Promise<{ texts: stri
   const first = texts.map((t) => applyRules(t.includes(SEPARATOR) ? t.split(SEPARATOR).join('\n\n') : t, counts));
   if (first.length === 0) return { texts: [], findings: [] };
   const joined = first.join(SEPARATOR);
-  const result = await lintSource({
+  const lint = await loadSecretlint();
+  const result = await lint.lintSource({
     source: { filePath: '/contextd/harvest.txt', content: joined, contentType: 'text', ext: '.txt' },
-    options: { config: SECRETLINT_CONFIG, noPhysicFilePath: true, maskSecrets: true },
+    options: { config: lint.config, noPhysicFilePath: true, maskSecrets: true },
   });
   const ranges = result.messages
     .filter((m) => Array.isArray(m.range) && m.range[1] > m.range[0])

@@ -27,16 +27,13 @@ export interface BootstrapAnswer {
   readonly tokensAtMost?: boolean;
 }
 
-/** Originals of an agent's own compaction, to be archived under a recall handle (compact/archive-entries.ts builds its record). */
-export type ArchiveEntry = LooseOriginals;
-
 export interface HookDeps {
   /** One JSON-RPC call to the daemon; rejects (quickly) when it is down. */
   rpc(method: string, params: Record<string, unknown>): Promise<unknown>;
   /** The bootstrap read straight from the template store, for when the daemon is down. */
   localBootstrap(task: string, repo: string | undefined, budgetTokens: number): Promise<BootstrapAnswer | undefined>;
-  /** Store originals in the state dir's archive. */
-  archive(entry: ArchiveEntry): void;
+  /** Store an agent compaction's originals in the state dir's archive (compact/archive-entries.ts builds the record). */
+  archive(entry: LooseOriginals): void;
   /** Token budget of a bootstrap (default 2000). */
   readonly bootstrapBudget: number;
   /** Keep text for this session until the next hook of it takes it (PostCompact → SessionStart). */

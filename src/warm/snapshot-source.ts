@@ -77,6 +77,18 @@ function invalid(path: string, why: string): ContextdError {
 
 const NEWLINE = 0x0a;
 
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * An item or knowledge entry as the queries read it: confidences are decayed from `evidence`
+ * and `updatedAt`, so a line that is JSON but lacks them (`null`, a string) is not one.
+ */
+function isScoredEntry(v: unknown): boolean {
+  return isRecord(v) && typeof v['id'] === 'number' && typeof v['text'] === 'string' && typeof v['evidence'] === 'number' && typeof v['updatedAt'] === 'number';
+}
+
 /**
  * Parse a snapshot file's header and check it (written by us; a foreign or older file is
  * refused, not guessed at). Details stay bytes until a query needs one.
@@ -101,8 +113,11 @@ export function parseWarmSnapshot(data: Buffer | string, path = WARM_SNAPSHOT_FI
     const h = t as Partial<SnapshotTemplateHead> | null;
     const at = h?.detail;
     const located = Array.isArray(at) && Number.isInteger(at[0]) && Number.isInteger(at[1]) && at[0] >= 0 && at[1] >= 0 && at[0] + at[1] <= details.length;
-    if (typeof h?.id !== 'string' || typeof h.search?.length !== 'number' || typeof h.search.tf !== 'object' || !located) throw invalid(path, 'holds a malformed template');
+    if (typeof h?.id !== 'string' || typeof h.search?.length !== 'number' || !isRecord(h.search.tf) || !Array.isArray(h.knowledgeIds) || !located) throw invalid(path, 'holds a malformed template');
   }
+  if (!(o.knowledge as unknown[]).every(isScoredEntry)) throw invalid(path, 'holds a malformed knowledge item');
+  if (!Object.values(o.repoKnowledge).every((ids) => Array.isArray(ids))) throw invalid(path, 'holds a malformed repository knowledge list');
+  if (!(o.patterns as unknown[]).every((p) => isRecord(p) && typeof p['repo'] === 'string')) throw invalid(path, 'holds a malformed user pattern');
   return new SnapshotTemplateSource(o as WarmSnapshotHeader, details, path);
 }
 
@@ -158,7 +173,7 @@ export class SnapshotTemplateSource implements TemplateSource {
     } catch (err) {
       throw invalid(this.path, `holds an unreadable detail of template ${t.id} (${(err as Error).message})`);
     }
-    if (typeof d !== 'object' || d === null || !Array.isArray(d.items) || typeof d.body !== 'string') throw invalid(this.path, `holds a malformed detail of template ${t.id}`);
+    if (!isRecord(d) || !Array.isArray(d.items) || !d.items.every(isScoredEntry) || typeof d.body !== 'string') throw invalid(this.path, `holds a malformed detail of template ${t.id}`);
     this.parsed.set(t.id, d);
     return d;
   }

@@ -132,6 +132,23 @@ describe('contextd hook start-up', () => {
     expect(createTokenCounter().count(body)).toBeLessThanOrEqual(bound);
   });
 
+  it('daemon down, a snapshot whose detail lines are JSON but not details: the bootstrap comes from the store, and hooks.log says why', async () => {
+    const d = scope.tempDir('hook-bad-detail');
+    await harvested(d);
+    const path = join(d.state, WARM_SNAPSHOT_FILE);
+    const [head, ...details] = readFileSync(path, 'utf8').split('\n');
+    // Every detail line becomes `{"items":[null],...}`, padded with spaces to its length, so the
+    // header's byte ranges still hold and each line parses, but is no detail.
+    const bad = details.map((l) => (l.length === 0 ? l : JSON.stringify({ items: [null], body: '' }).padEnd(Buffer.byteLength(l, 'utf8'), ' ')));
+    writeFileSync(path, [head, ...bad].join('\n'));
+    const r = await runHook(d, 'claude-code', prompt(d), ['--budget', '400']);
+    expectLean(r, ['better-sqlite3']);
+    expect(Number(/\(at most (\d+) tokens\)/.exec(contextOf(r))?.[1])).toBeGreaterThan(0);
+    const notes = readFileSync(join(d.state, 'hooks.log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(notes.find((n) => n['msg'] === 'warm snapshot unusable; reading the template store')).toMatchObject({ code: 'WARM_SNAPSHOT_INVALID', err: expect.stringMatching(/malformed detail of template/) as unknown });
+    expect(notes.some((n) => n['msg'] === 'warm bootstrap read from the template store')).toBe(true);
+  });
+
   it('daemon up: Claude Code and Codex prompts, and Codex SessionEnd, are answered over the socket, still lean', async () => {
     const d = scope.tempDir('hook-up');
     await harvested(d);

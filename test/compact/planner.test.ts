@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { applyPlan, handleFor, originalsOf, planCompaction, SummaryCache } from '../../src/compact/planner.js';
+import { applyPlan, handleFor, originalsOf, planCompaction, SummaryCache, summaryKey } from '../../src/compact/planner.js';
 import type { Summarizer } from '../../src/compact/types.js';
+import type { SelectedRun } from '../../src/compact/select.js';
+import type { Message } from '../../src/model/messages.js';
 import { createExtractiveSummarizer } from '../../src/compact/summarize/extractive.js';
 import { isContextdError } from '../../src/util/errors.js';
 import { generateSession } from '../../src/bench/retention.js';
@@ -131,6 +133,22 @@ describe('planCompaction', () => {
     expect(second.edits.length).toBeGreaterThan(0);
     expect(calls - firstCalls).toBeLessThan(firstCalls);
     expect(second.planId).not.toBe(first.planId);
+  });
+
+  it('never hands a run the cached summary of a run of another reason or goal (the summarizer reads both)', () => {
+    const messages: Message[] = [{ id: 'm7', role: 'tool', text: 'Error: connect ECONNREFUSED 127.0.0.1:5432', toolCallId: 'c7' }];
+    const handle = handleFor('s', messages);
+    // Scores are not part of the key (they move with every line): a low-score run's detail is
+    // then `{}`, as is a verbose-error-trace run's with no detail.
+    const lowScore: SelectedRun = { sections: [], reason: 'low-score', detail: { score: 0.12 }, tokensBefore: 40, summaryTokens: 24 };
+    const trace: SelectedRun = { ...lowScore, reason: 'verbose-error-trace', detail: {} };
+    const key = (run: SelectedRun, goal: string): string => summaryKey('llm', run, goal, handle, ['ECONNREFUSED'], messages);
+    const cache = new SummaryCache();
+    cache.set(key(lowScore, 'fix the database pool'), 'low-value output about the pool');
+    expect(cache.get(key(lowScore, 'fix the database pool'))).toBe('low-value output about the pool');
+    expect(cache.get(key({ ...lowScore, detail: { score: 0.3 } }, 'fix the database pool'))).toBe('low-value output about the pool');
+    expect(cache.get(key(trace, 'fix the database pool'))).toBeUndefined();
+    expect(cache.get(key(lowScore, 'ship the release notes'))).toBeUndefined();
   });
 });
 

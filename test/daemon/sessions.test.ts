@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -11,10 +11,10 @@ import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
-import { demoTranscript } from '../../src/demo/transcript.js';
+import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { redactMessages } from '../../src/harvest/index.js';
-import { zoneOf } from '../../src/daemon/lifecycle.js';
+import { zoneOf, type MemoryBudget } from '../../src/daemon/lifecycle.js';
 
 const dirs: string[] = [];
 const dbs: Db[] = [];
@@ -28,7 +28,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedInode?: (file: string) => number | undefined } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -44,8 +44,8 @@ function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: Archive
   const freed: number[] = [];
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
-    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}) },
+    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedInode ? { tailedInode: opts.tailedInode } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -211,6 +211,42 @@ describe('SessionManager', () => {
     expect(fed.harvestsFromTranscript).toBe(false);
     expect(fed.history.snapshot('f').messages).toEqual(messages);
     await manager.drain();
+  });
+});
+
+describe('SessionManager release and rebuild', () => {
+  it('rebuilds a released session only from the file the tailer read: one replaced before the tailer noticed is FILE_REPLACED, not read as the old session', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-rebuild-'));
+    dirs.push(dir);
+    const file = join(dir, 'a.jsonl');
+    const text = demoTranscriptJsonl({ rounds: 2 });
+    writeFileSync(file, text);
+    // What the tailer reports: the inode it read the transcript from.
+    const tailed = statSync(file).ino;
+    let t = 1_000_000;
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 }, tailedInode: (f) => (f === file ? tailed : undefined) });
+    const s = manager.ingest(file, 'a', 'openai-chat', events(2), Buffer.byteLength(text));
+    const tokens = s.model.tokens();
+    expect(tokens).toBeGreaterThan(0);
+
+    // The same file: released, then rebuilt to the same model.
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    expect(s.released).toBeDefined();
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    expect(s.model.tokens()).toBe(tokens);
+
+    // Another file put in its place (rename over it: a new inode) before the tailer's reset.
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    writeFileSync(join(dir, 'b.tmp'), demoTranscriptJsonl({ rounds: 6, variant: 'z' }));
+    renameSync(join(dir, 'b.tmp'), file);
+    expect(statSync(file).ino).not.toBe(tailed);
+    await expect(manager.requireLoaded('a')).rejects.toMatchObject({ code: 'FILE_REPLACED' });
+    // Still released: nothing of the other file became this session's model.
+    expect(s.released).toBeDefined();
+    expect(s.model.tokens()).toBe(0);
   });
 });
 

@@ -159,6 +159,44 @@ describe('warm snapshot', () => {
     expect((err as Error).message).toContain(`unreadable detail of template ${broken!.id}`);
   });
 
+  it('refuses a detail line that is JSON but not a detail (an item that is null, or lacks its evidence), and a term table that is null', () => {
+    const text = encodeWarmSnapshot(buildWarmSnapshot(store, NOW));
+    const [headLine, firstDetail, ...rest] = text.split('\n');
+    const size = Buffer.byteLength(firstDetail!, 'utf8');
+    const broken = store.list()[0]!;
+    // Padded with spaces (still JSON) to the length the header locates.
+    const withDetail = (detail: unknown): SnapshotTemplateSource => {
+      const json = JSON.stringify(detail);
+      expect(Buffer.byteLength(json, 'utf8')).toBeLessThanOrEqual(size);
+      return parseWarmSnapshot([headLine, json.padEnd(size, ' '), ...rest].join('\n'), 'x.json');
+    };
+    const refused = (query: () => unknown): string => {
+      try {
+        query();
+      } catch (err) {
+        expect(isContextdError(err, 'WARM_SNAPSHOT_INVALID')).toBe(true);
+        return (err as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    expect(refused(() => withDetail({ items: [null], body: 'fix the parser' }).get(broken.id, NOW))).toContain(`malformed detail of template ${broken.id}`);
+    expect(refused(() => withDetail({ items: [{ id: 1, kind: 'command', text: 'npm test' }], body: '' }).get(broken.id, NOW))).toContain('malformed detail');
+    expect(refused(() => withDetail({ items: [], body: null }).get(broken.id, NOW))).toContain('malformed detail');
+    // A well-formed detail of the same length is read.
+    expect(withDetail({ items: [], body: '' }).get(broken.id, NOW)?.items).toEqual([]);
+
+    const header = JSON.parse(headLine!) as { templates: { search: Record<string, unknown> }[]; knowledge: unknown[]; repoKnowledge: unknown; patterns: unknown[] };
+    const [first, ...others] = header.templates;
+    const withHeader = (h: unknown): string => [JSON.stringify(h), firstDetail, ...rest].join('\n');
+    expect(refused(() => parseWarmSnapshot(withHeader({ ...header, templates: [{ ...first, search: { ...first!.search, tf: null } }, ...others] }), 'x.json'))).toMatch(/malformed template/);
+    expect(refused(() => parseWarmSnapshot(withHeader({ ...header, knowledge: [null, ...header.knowledge] }), 'x.json'))).toMatch(/malformed knowledge item/);
+    expect(refused(() => parseWarmSnapshot(withHeader({ ...header, repoKnowledge: { 'acme/x': 7 } }), 'x.json'))).toMatch(/malformed repository knowledge list/);
+    expect(refused(() => parseWarmSnapshot(withHeader({ ...header, patterns: [null] }), 'x.json'))).toMatch(/malformed user pattern/);
+    expect(refused(() => parseWarmSnapshot(withHeader({ ...header, templates: [{ ...first, knowledgeIds: 3 }, ...others] }), 'x.json'))).toMatch(/malformed template/);
+    // The header as written is read.
+    expect(parseWarmSnapshot(withHeader(header)).list()).toHaveLength(store.count());
+  });
+
   it('is not written past its limits, and an older one is removed then (the hook reads the store)', () => {
     expect(writeWarmSnapshot(store, stateDir, NOW).written).toBe(true);
     const path = join(stateDir, WARM_SNAPSHOT_FILE);
