@@ -528,44 +528,53 @@ function rewindTo(evs: readonly TranscriptEvent[]): TranscriptEvent {
   return { type: 'truncate', keepThroughId: first.message.id, reason: 'rewind' };
 }
 
+/**
+ * Plan session 'a' with a rewind to its first message wired in by `arm` (into a summarizer or
+ * archive filter); resolves once the plan was dropped with the log line `dropped`.
+ */
+async function planRewound(arm: (rewind: () => void) => Parameters<typeof setup>[0], dropped: string) {
+  const evs = events(10);
+  const target: { manager?: SessionManager } = {};
+  const ctx = setup(arm(() => void target.manager?.ingest('/t/a.jsonl', 'a', 'openai-chat', [rewindTo(evs)])));
+  target.manager = ctx.manager;
+  const plans: Plan[] = [];
+  ctx.manager.on('plan', (_s, plan) => plans.push(plan));
+  const a = ctx.manager.ingest('/t/a.jsonl', 'a', 'openai-chat', evs);
+  await vi.waitFor(() => expect(ctx.lines.some((l) => l['msg'] === dropped)).toBe(true), { timeout: 60_000 });
+  await vi.waitFor(() => expect(a.life.planning).toBe(false));
+  return { ...ctx, a, plans };
+}
+
 describe('SessionManager plans while the session changes under them', () => {
   it('a rewind while the plan summarizes drops it at its next step: no edit naming gone sections, nothing archived under an empty handle', async () => {
-    const evs = events(10);
-    let rewind = (): void => undefined;
+    let sizes: number[] = [];
     // The rewind lands while the first edit is summarized, after the sections were read.
-    const hooked = hookedSummarizer(1, () => rewind());
-    const { manager, db, lines } = setup({ summarizer: hooked.summarizer });
-    rewind = () => void manager.ingest('/t/a.jsonl', 'a', 'openai-chat', [rewindTo(evs)]);
-    const plans: Plan[] = [];
-    manager.on('plan', (_s, plan) => plans.push(plan));
-    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', evs);
-    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'plan dropped: sections it replaces left the context while it was made')).toBe(true), { timeout: 60_000 });
-    await vi.waitFor(() => expect(a.life.planning).toBe(false));
+    const { a, plans, db, lines } = await planRewound((rewind) => {
+      const hooked = hookedSummarizer(1, rewind);
+      sizes = hooked.sizes;
+      return { summarizer: hooked.summarizer };
+    }, 'plan dropped: sections it replaces left the context while it was made');
     expect(a.model.messages()).toHaveLength(1);
     // No summary of nothing: the edits after the rewind were never summarized.
-    expect(hooked.sizes.length).toBeGreaterThan(0);
-    expect(hooked.sizes.filter((n) => n === 0)).toEqual([]);
+    expect(sizes.length).toBeGreaterThan(0);
+    expect(sizes.filter((n) => n === 0)).toEqual([]);
     expect(plans).toEqual([]);
     expect(new Archive(db).count('a')).toBe(0);
     expect(lines.filter((l) => l['msg'] === 'planning failed; will retry when the session changes')).toEqual([]);
   });
 
   it('a rewind while the originals are archived drops the plan and stores none of them', async () => {
-    const evs = events(10);
-    let rewind = (): void => undefined;
     let filtered = 0;
     // The archive filter runs once per edit, with a pause before each: the rewind lands after the first.
-    const archiveFilter: ArchiveFilter = (messages) => {
-      if (++filtered === 1) rewind();
-      return Promise.resolve({ messages: [...messages], findings: [] });
-    };
-    const { manager, db, lines } = setup({ archiveFilter });
-    rewind = () => void manager.ingest('/t/a.jsonl', 'a', 'openai-chat', [rewindTo(evs)]);
-    const plans: Plan[] = [];
-    manager.on('plan', (_s, plan) => plans.push(plan));
-    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', evs);
-    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'plan dropped: the session was closed, rebuilt or rewound while its originals were archived')).toBe(true), { timeout: 60_000 });
-    await vi.waitFor(() => expect(a.life.planning).toBe(false));
+    const { plans, db } = await planRewound(
+      (rewind) => ({
+        archiveFilter: (messages) => {
+          if (++filtered === 1) rewind();
+          return Promise.resolve({ messages: [...messages], findings: [] });
+        },
+      }),
+      'plan dropped: the session was closed, rebuilt or rewound while its originals were archived',
+    );
     expect(filtered).toBeGreaterThan(1); // it went on to the edits after the rewind
     expect(plans).toEqual([]);
     expect(new Archive(db).count('a')).toBe(0);
