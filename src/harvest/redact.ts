@@ -55,6 +55,10 @@ function loadSecretlint(): Promise<Secretlint> {
     // under load (issue 14 profile). contextd never reads the profile, so marking is switched off.
     profiler.secretLintProfiler.mark = () => undefined;
     return { lintSource: core.lintSource, config: { rules: [{ id: '@secretlint/secretlint-rule-preset-recommend', rule: preset.creator }] } };
+  }).catch((err: unknown) => {
+    // Not cached: a transient failure (EMFILE) must not stop every later redaction until a restart.
+    secretlint = undefined;
+    throw err;
   });
   return secretlint;
 }
