@@ -193,13 +193,53 @@ export function originalsOf(edit: Edit): Pick<CompactableModel, 'messagesOf'> | 
   return bySection ? { messagesOf: (id) => bySection.get(id) ?? [] } : undefined;
 }
 
+/**
+ * `plan` as it stands in `model` now, or undefined when it must not be applied: a section an
+ * edit replaces left the context, or holds other messages than the edit summarized (for an
+ * edit made elsewhere: none). Sections that still stand keep the plan; message ranges are
+ * rebased to where they stand now (the same plan when nothing moved). The one check of a
+ * plan made while the context moved under it (truncated tail, reset, another edit applied).
+ */
+export function planStanding(model: Pick<CompactableModel, 'section' | 'messagesOf'>, plan: Plan): Plan | undefined {
+  let moved = false;
+  const edits: Edit[] = [];
+  for (const e of plan.edits) {
+    const originals = summarizedOriginals.get(e);
+    let start = Number.POSITIVE_INFINITY;
+    let end = Number.NEGATIVE_INFINITY;
+    for (const id of e.replaces) {
+      const section = model.section(id);
+      const now = model.messagesOf(id);
+      if (!section || section.anchor || section.pending || now.length === 0) return undefined;
+      const then = originals?.get(id);
+      if (then && !sameMessages(then, now)) return undefined;
+      start = Math.min(start, section.messageRange.start);
+      end = Math.max(end, section.messageRange.end);
+    }
+    if (start === e.messageRange.start && end === e.messageRange.end) {
+      edits.push(e);
+      continue;
+    }
+    moved = true;
+    const rebased: Edit = { ...e, messageRange: { start, end } };
+    if (originals) summarizedOriginals.set(rebased, originals);
+    edits.push(rebased);
+  }
+  return moved ? { ...plan, edits } : plan;
+}
+
+function sameMessages(a: readonly Message[], b: readonly Message[]): boolean {
+  return a.length === b.length && a.every((m, i) => m === b[i] || (m.id === b[i]?.id && m.text === b[i]?.text));
+}
+
 function planExpired(sessionId: string, why: string): ContextdError {
   return new ContextdError(ErrorCode.PLAN_EXPIRED, `the plan of session "${sessionId}" is stale: ${why} while it was made`, { sessionId });
 }
 
 /**
- * Plan compaction of `model` per `options`. Never mutates the model. Throws PLAN_EXPIRED when
- * sections left the model (its `epoch` moved) while the plan paused: its edits would name them.
+ * Plan compaction of `model` per `options`. Never mutates the model. Throws PLAN_EXPIRED when a
+ * section an edit replaces left the model or changed while the plan paused (`planStanding`);
+ * sections leaving elsewhere (a truncated tail) only rebase its message ranges.
  */
 export async function planCompaction(model: CompactableModel, options: PlanOptions): Promise<Plan> {
   const log = options.logger?.child({ component: 'compact' });
@@ -233,16 +273,10 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   // tokensBefore and modelVersion describe.
   const ctx = detectorContext(model);
   const epoch = model.epoch;
-  const unchanged = (): void => {
-    if (model.epoch !== epoch) throw planExpired(sessionId, 'sections left the context (truncated, reset or replaced)');
-  };
-  // After each pause: a plan whose sections left the model stops at once (no summaries of nothing).
-  const pause = (): Promise<void> | undefined => {
-    const waited = options.pause?.();
-    if (waited) return waited.then(unchanged);
-    unchanged();
-    return undefined;
-  };
+  // Sections may leave the model while it pauses (a socket-fed session truncates its tail on
+  // most requests): an edit reads its sections when it is built and stops the plan if one left
+  // (no summaries of nothing); what it replaced is checked again at the end.
+  const pause = (): Promise<void> | undefined => options.pause?.();
   const candidates: Candidate[] = [];
   for (const d of CRUFT_DETECTORS) {
     await pause();
@@ -255,8 +289,11 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   const refs = ReferenceIndex.of(model, model.messages(), ctx.goal);
   try {
     const plan = await planUnits(model, { ...options, pause }, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log });
-    unchanged(); // a summarizer's answer awaited last
-    return plan;
+    if (model.epoch === epoch) return plan;
+    // a summarizer's answer awaited last
+    const standing = planStanding(model, plan);
+    if (!standing) throw planExpired(sessionId, 'a section it replaces left the context or changed');
+    return standing;
   } finally {
     refs.release();
   }

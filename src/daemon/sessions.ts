@@ -3,7 +3,7 @@ import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
-import { applyPlan, archiveEntries, originalsOf, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import { applyPlan, archiveEntries, originalsOf, planCompaction, planStanding, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptPrefix } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
@@ -113,6 +113,14 @@ export interface SessionManagerEvents {
  * flight at most (lines that arrive meanwhile make one more plan after it: coalesced), and at
  * most maxConcurrentPlans are in flight over all sessions; the others wait in arrival order.
  */
+/** A plan and the model it was made from (its generation and epoch then): what `standing` checks it against. */
+interface Planned {
+  readonly plan: Plan;
+  readonly model: SessionModel;
+  readonly generation: number;
+  readonly epoch: number;
+}
+
 export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly sessions = new Map<string, LiveSession>();
   private readonly byFile = new Map<string, LiveSession>();
@@ -597,9 +605,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     try {
       const made = await work;
       if (!made) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (transcript rewritten or rewound): ask again`, { sessionId });
-      if (dryRun) return { ...made, dryRun: true } as Plan;
-      if (!this.publish(s, made)) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (closed, or planned from a newer model): ask again`, { sessionId });
-      return made;
+      if (dryRun) return { ...made.plan, dryRun: true } as Plan;
+      const published = this.publish(s, made);
+      if (!published) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (closed, rewound, or planned from a newer model): ask again`, { sessionId });
+      return published;
     } finally {
       this.inFlight.delete(work);
       // A plan the pump found due while this one was made was passed over: look again.
@@ -858,13 +867,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   private async runPlan(s: LiveSession, mode: PlanMode, advisory: boolean): Promise<void> {
     try {
-      const plan = await this.makePlan(s, mode, undefined, false, advisory);
-      if (!plan) return;
-      if (plan.edits.length === 0) {
-        this.log.info({ sessionId: s.sessionId, mode, headroom: plan.headroomBefore }, 'nothing to compact');
+      const made = await this.makePlan(s, mode, undefined, false, advisory);
+      if (!made) return;
+      if (made.plan.edits.length === 0) {
+        this.log.info({ sessionId: s.sessionId, mode, headroom: made.plan.headroomBefore }, 'nothing to compact');
         return;
       }
-      this.publish(s, plan);
+      this.publish(s, made);
     } catch (err) {
       if (this.stopping.signal.aborted) this.log.info({ sessionId: s.sessionId, mode }, 'plan abandoned: contextd is shutting down');
       else this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
@@ -890,17 +899,17 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * it read left the context (truncated, reset, an edit applied). A plan that is not a dry run
    * is the session's `planInFlight` until it settles.
    */
-  private makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
+  private makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Planned | undefined> {
     const work = this.planFrom(s, mode, targetHeadroom, dryRun, advisory);
     if (dryRun) return work;
-    const tracked: Promise<Plan | undefined> = work.finally(() => {
+    const tracked: Promise<Planned | undefined> = work.finally(() => {
       if (s.planInFlight === tracked) s.planInFlight = undefined;
     });
     s.planInFlight = tracked;
     return tracked;
   }
 
-  private async planFrom(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
+  private async planFrom(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Planned | undefined> {
     const model = s.model;
     const w = this.budget.worker();
     const slice = w.hook();
@@ -910,10 +919,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       if (signal.aborted) return Promise.reject(signal.reason as Error);
       return slice();
     };
-    const generation = s.life.generation;
-    // Moves when sections leave the model (truncate, reset, an ack applied): the plan is stale then.
-    const epoch = model.epoch;
-    const stale = (): boolean => !this.current(s) || s.life.generation !== generation || model.epoch !== epoch;
+    const basis = { model, generation: s.life.generation, epoch: model.epoch };
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
     try {
       const plan = await planCompaction(model, {
@@ -936,18 +942,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         this.log.info({ sessionId: s.sessionId }, 'plan dropped: sections it replaces left the context while it was made');
         return undefined;
       }
-      if (stale()) {
-        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed, rebuilt or rewound while it was made');
-        return undefined;
-      }
-      // Lines applied while it was made may have rewound the context past what it replaces.
-      if (!plan.edits.every((e) => e.replaces.every((id) => model.messagesOf(id).length > 0))) {
-        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: sections it replaces left the context while it was made');
-        return undefined;
-      }
+      const made = this.standing(s, { ...basis, plan }, 'it was made');
+      if (!made) return undefined;
       // Originals go to the archive before anyone can apply the plan: nothing is lost.
-      if (plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, plan, stale, pause))) return undefined;
-      return plan;
+      if (made.plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, made, pause))) return undefined;
+      return made;
     } finally {
       w.done();
       if (!dryRun) s.life.planFinished();
@@ -959,7 +958,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * read again: it may have moved on). False, with nothing stored, when an edit has no originals
    * to archive or the plan went `stale` meanwhile: the plan must be dropped.
    */
-  private async archiveOriginals(s: LiveSession, plan: Plan, stale: () => boolean, pause: () => Promise<void> | undefined): Promise<boolean> {
+  private async archiveOriginals(s: LiveSession, made: Planned, pause: () => Promise<void> | undefined): Promise<boolean> {
+    const { plan } = made;
     const at = { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt };
     const sources = plan.edits.map((e) => {
       const source = originalsOf(e);
@@ -985,10 +985,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     const relinked = archiveEntries({ messagesOf: () => [] }, plan.edits.filter((e) => known.has(e.handle)), at).map((e) => ({ ...e, redactions: [] }));
     const entries = [...fresh, ...relinked];
-    if (stale()) {
-      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed, rebuilt or rewound while its originals were archived');
-      return false;
-    }
+    if (!this.standing(s, made, 'its originals were archived')) return false;
     this.deps.archive.putMany(entries);
     const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);
     if (redacted > 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId, redacted }, 'secrets redacted from archived originals');
@@ -996,18 +993,41 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
-   * Propose a plan made of `s`: stored, logged and emitted for the daemon to push. False when it
-   * must not be: the session is gone, or an open plan was made from a newer model (an older plan
-   * never supersedes it).
+   * `made` as it stands in `s` now (message ranges rebased when the context moved under it), or
+   * undefined — logged as dropped while `during` — when it must not be archived or published:
+   * the session was closed or rebuilt, or a section an edit replaces left the context or changed
+   * (`planStanding`). A truncated tail, an append or an edit elsewhere keep it. The one check,
+   * made after planning and before archiving.
    */
-  private publish(s: LiveSession, plan: Plan): boolean {
+  private standing(s: LiveSession, made: Planned, during: string): Planned | undefined {
+    const { plan, model } = made;
+    if (!this.current(s) || s.model !== model || s.life.generation !== made.generation) {
+      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, `plan dropped: the session was closed or rebuilt while ${during}`);
+      return undefined;
+    }
+    if (model.epoch === made.epoch) return made;
+    const rebased = planStanding(model, plan);
+    if (!rebased) {
+      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, `plan dropped: sections it replaces left the context or changed while ${during}`);
+      return undefined;
+    }
+    return { ...made, plan: rebased, epoch: model.epoch };
+  }
+
+  /**
+   * Propose a plan made of `s`: stored, logged and emitted for the daemon to push. Undefined when
+   * it must not be: the session is gone, or an open plan was made from a newer model (an older
+   * plan never supersedes it).
+   */
+  private publish(s: LiveSession, made: Planned): Plan | undefined {
+    const { plan } = made;
     if (!this.current(s)) {
       this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed while it was made');
-      return false;
+      return undefined;
     }
     if (s.life.hasNewerThan(plan)) {
       this.log.info({ sessionId: s.sessionId, planId: plan.planId, modelVersion: plan.modelVersion }, 'plan dropped: a plan of a newer model is open');
-      return false;
+      return undefined;
     }
     const pushed = this.subscribedTo(s);
     this.expire(s.sessionId, s.life.propose(plan, pushed), 'superseded by a newer plan');
@@ -1030,7 +1050,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       'compaction planned',
     );
     this.emit('plan', s, plan);
-    return true;
+    return plan;
   }
 
   private expire(sessionId: string, planIds: readonly string[], why: string): void {

@@ -10,7 +10,7 @@ import { SessionManager, type ArchiveFilter } from '../../src/daemon/sessions.js
 import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
-import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
+import { createOpenAIChatAdapter, normalizeOpenAIMessages } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { redactMessages } from '../../src/harvest/index.js';
@@ -28,7 +28,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedInode?: (file: string) => number | undefined } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedInode?: (file: string) => number | undefined; archived?: () => void } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -42,10 +42,20 @@ function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: Archive
   });
   const logger = pino({ level: 'debug' }, sink);
   const freed: number[] = [];
+  const archive = new Archive(db);
+  if (opts.archived) {
+    // the real archive, with `archived` run right after each write: what lands in the step before publishing
+    const put = archive.putMany.bind(archive);
+    const after = opts.archived;
+    archive.putMany = (entries) => {
+      put(entries);
+      after();
+    };
+  }
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
     { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedInode ? { tailedInode: opts.tailedInode } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedInode ? { tailedInode: opts.tailedInode } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -427,6 +437,41 @@ describe('SessionManager plans beside the turns (a slow summarizer holds nobody 
     expect(a.life.planning).toBe(false);
   });
 
+  it('a socket-fed session whose ephemeral tail the agent replaces while a slow summary is awaited still gets its plan, naming only sections that stand', async () => {
+    const llm = await slowLlm();
+    const { manager, db, lines } = setup({ summarizer: llm.summarizer });
+    const plans: Plan[] = [];
+    manager.on('plan', (_s, plan) => plans.push(plan));
+    const base = JSON.parse(JSON.stringify(demoTranscript({ rounds: 10 }))) as Record<string, unknown>[];
+    // Each request the agent sends ends in an ephemeral message the next one replaces: a truncate, then an append.
+    const feed = (n: number) => manager.feed('h', normalizeOpenAIMessages([...base, { role: 'user', content: `ephemeral prefill ${n}` }]), 20_000);
+    const { session: s } = feed(1);
+    const version = s.model.version;
+    await vi.waitFor(() => expect(llm.held()).toBe(true), { timeout: 60_000 });
+    const epoch = s.model.epoch;
+    for (let n = 2; n <= 4; n++) expect(feed(n).rebuilt).toBe(false);
+    await manager.settled();
+    expect(s.model.epoch).toBeGreaterThan(epoch);
+    llm.release();
+    await vi.waitFor(() => expect(plans.length).toBeGreaterThan(0), { timeout: 60_000 });
+    const plan = plans[0] as Plan;
+    // the plan the summarizer was slow for, not a re-plan after it was dropped
+    expect(plan.modelVersion).toBe(version);
+    expect(lines.filter((l) => String(l['msg']).startsWith('plan dropped'))).toEqual([]);
+    expect(plan.edits.length).toBeGreaterThan(0);
+    const live = s.model.messages().map((m) => m.id);
+    const archive = new Archive(db);
+    for (const e of plan.edits) {
+      const now = e.replaces.flatMap((id) => s.model.messagesOf(id).map((m) => m.id));
+      expect(e.replaces.every((id) => s.model.messagesOf(id).length > 0)).toBe(true);
+      // its message range is where those sections stand in the list the agent sent last
+      expect(live.slice(e.messageRange.start, e.messageRange.end + 1)).toEqual(now);
+      expect(archive.get(e.handle)?.messages.map((m) => m.id)).toEqual(now);
+    }
+    // and the agent can apply it
+    expect(manager.acknowledge(plan.planId, true, undefined, undefined).headroom).toBeGreaterThan(plan.headroomBefore);
+  });
+
   it('bounds the plans in flight: with one slot, a due plan waits for it while its lines are applied', async () => {
     const llm = await slowLlm();
     const { manager } = setup({ summarizer: llm.summarizer, maxConcurrentPlans: 1 });
@@ -573,7 +618,7 @@ describe('SessionManager plans while the session changes under them', () => {
           return Promise.resolve({ messages: [...messages], findings: [] });
         },
       }),
-      'plan dropped: the session was closed, rebuilt or rewound while its originals were archived',
+      'plan dropped: sections it replaces left the context or changed while its originals were archived',
     );
     expect(filtered).toBeGreaterThan(1); // it went on to the edits after the rewind
     expect(plans).toEqual([]);
