@@ -997,7 +997,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * undefined — logged as dropped while `during` — when it must not be archived or published:
    * the session was closed or rebuilt, or a section an edit replaces left the context or changed
    * (`planStanding`). A truncated tail, an append or an edit elsewhere keep it. The one check,
-   * made after planning and before archiving.
+   * made after planning, before archiving and right before publishing.
    */
   private standing(s: LiveSession, made: Planned, during: string): Planned | undefined {
     const { plan, model } = made;
@@ -1016,15 +1016,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /**
    * Propose a plan made of `s`: stored, logged and emitted for the daemon to push. Undefined when
-   * it must not be: the session is gone, or an open plan was made from a newer model (an older
-   * plan never supersedes it).
+   * it must not be: it no longer stands (`standing`), or an open plan was made from a newer model
+   * (an older plan never supersedes it).
    */
   private publish(s: LiveSession, made: Planned): Plan | undefined {
-    const { plan } = made;
-    if (!this.current(s)) {
-      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed while it was made');
-      return undefined;
-    }
+    const plan = this.standing(s, made, 'it was archived')?.plan;
+    if (!plan) return undefined;
     if (s.life.hasNewerThan(plan)) {
       this.log.info({ sessionId: s.sessionId, planId: plan.planId, modelVersion: plan.modelVersion }, 'plan dropped: a plan of a newer model is open');
       return undefined;

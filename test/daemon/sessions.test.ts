@@ -625,6 +625,13 @@ describe('SessionManager plans while the session changes under them', () => {
     expect(new Archive(db).count('a')).toBe(0);
   });
 
+  it('a rewind in the step between archiving and publishing drops the plan: checked right before it is published', async () => {
+    const { plans, db } = await planRewound((rewind) => ({ archived: rewind }), 'plan dropped: sections it replaces left the context or changed while it was archived');
+    expect(plans).toEqual([]);
+    // the originals it archived stay recallable: nothing is lost
+    expect(new Archive(db).count('a')).toBeGreaterThan(0);
+  });
+
   it('archives exactly what each edit summarized, even when lines are appended while the plan is made', async () => {
     const evs = events(10);
     let append = (): void => undefined;
