@@ -287,14 +287,23 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   if (units.length === 0) return empty;
   await pause();
   const refs = ReferenceIndex.of(model, model.messages(), ctx.goal);
+  // One signal for every summarizer call of this plan: aborted when the plan fails or is
+  // abandoned (or `options.signal` aborts), so no call outlives it.
+  const calls = new AbortController();
+  const outer = options.signal;
+  const onAbort = (): void => calls.abort(outer?.reason);
+  if (outer?.aborted) onAbort();
+  else outer?.addEventListener('abort', onAbort, { once: true });
   try {
-    const plan = await planUnits(model, { ...options, pause }, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log });
+    const plan = await planUnits(model, { ...options, pause, signal: calls.signal }, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log, abort: (why) => calls.abort(why) });
     if (model.epoch === epoch) return plan;
     // a summarizer's answer awaited last
     const standing = planStanding(model, plan);
     if (!standing) throw planExpired(sessionId, 'a section it replaces left the context or changed');
     return standing;
   } finally {
+    outer?.removeEventListener('abort', onAbort);
+    if (!calls.signal.aborted) calls.abort(planExpired(sessionId, 'the plan ended'));
     refs.release();
   }
 }
@@ -311,6 +320,8 @@ interface PlanState {
   readonly total: number;
   readonly goal: string;
   readonly log: Logger | undefined;
+  /** Abort every summarizer call of the plan still running (one failed: the plan is given up). */
+  readonly abort: (why: unknown) => void;
 }
 
 /** Selection rounds, summaries and the survival check over the detected units. */
@@ -326,7 +337,7 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   let ratio = compactable > need ? Math.min(0.2 + 0.15 * chat, Math.max(0.03, ((compactable - need) / compactable) * (0.5 + 0.4 * chat))) : 0.03;
   let extra = 0;
   let records: EditRecord[] = [];
-  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_', pause: options.pause };
+  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, abort: st.abort, idPrefix: options.idPrefix ?? 'e_', pause: options.pause };
   // Each round selects more (or merges harder, last) when the summaries overshot; the round
   // that meets the target — else the one saving most — wins.
   for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -502,6 +513,7 @@ interface BuildContext {
   readonly goal: string;
   readonly cache: SummaryCache | undefined;
   readonly signal: AbortSignal | undefined;
+  readonly abort: (why: unknown) => void;
   readonly idPrefix: string;
   readonly pause: (() => Promise<void> | undefined) | undefined;
 }
@@ -509,11 +521,12 @@ interface BuildContext {
 async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[], b: BuildContext): Promise<EditRecord[]> {
   const results: EditRecord[] = new Array(runs.length);
   let next = 0;
-  let failed = false;
+  let failure: { readonly err: unknown } | undefined;
   const worker = async (): Promise<void> => {
     try {
       // after one failed (the plan is given up), the others take no new run
-      while (!failed && next < runs.length) {
+      while (!failure && next < runs.length) {
+        b.signal?.throwIfAborted();
         const i = next++;
         const run = runs[i];
         if (!run) continue;
@@ -521,11 +534,16 @@ async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[],
         results[i] = await buildEdit(model, run, b);
       }
     } catch (err) {
-      failed = true;
-      throw err;
+      // the first failure is the plan's; the others' calls are aborted, not left running
+      if (!failure) {
+        failure = { err };
+        b.abort(err);
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));
+  // every worker settled: no call of a given-up plan is still open, no rejection floats
+  await Promise.allSettled(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));
+  if (failure) throw failure.err;
   // an edit that saves nothing leaves its originals in place
   return results.filter((r) => r !== undefined && r.edit.tokensAfter < r.edit.tokensBefore);
 }

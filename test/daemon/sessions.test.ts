@@ -386,6 +386,32 @@ async function slowLlm(): Promise<{ summarizer: Summarizer; requests: () => numb
   };
 }
 
+/**
+ * A real local OpenAI-compatible summarizer endpoint that holds every request until
+ * `answerOne()`; `open()` counts the requests neither answered nor given up by the client.
+ */
+async function heldLlm() {
+  const waiting: http.ServerResponse[] = [];
+  const open = new Set<http.ServerResponse>();
+  const server = http.createServer((req, res) => {
+    open.add(res);
+    res.on('close', () => open.delete(res));
+    req.resume();
+    req.on('end', () => waiting.push(res));
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return {
+    summarizer: createSummarizer({ kind: 'openai', baseUrl, model: 'held', timeoutMs: 120_000, maxTokens: 300 }),
+    open: () => open.size,
+    waiting: () => waiting.length,
+    answerOne: () => {
+      waiting.shift()?.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'Read the pool settings.' } }] }));
+    },
+  };
+}
+
 describe('SessionManager plans beside the turns (a slow summarizer holds nobody up)', () => {
   it('while one session waits for its LLM summary, another is ingested and planned, its own lines are applied, and it re-plans once after', async () => {
     const llm = await slowLlm();
@@ -630,6 +656,22 @@ describe('SessionManager plans while the session changes under them', () => {
     expect(plans).toEqual([]);
     // the originals it archived stay recallable: nothing is lost
     expect(new Archive(db).count('a')).toBeGreaterThan(0);
+  });
+
+  it('a plan given up while its summaries are awaited aborts its other summarizer calls: none is left open', async () => {
+    const llm = await heldLlm();
+    const { manager, lines } = setup({ summarizer: llm.summarizer });
+    const evs = events(10);
+    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', evs);
+    // the plan's summaries are asked for four at once (the planner's concurrency)
+    await vi.waitFor(() => expect(llm.waiting()).toBe(4), { timeout: 60_000 });
+    manager.ingest('/t/a.jsonl', 'a', 'openai-chat', [rewindTo(evs)]);
+    // one answer: its worker takes the next edit, whose sections are gone, and the plan is given up
+    llm.answerOne();
+    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'plan dropped: sections it replaces left the context while it was made')).toBe(true), { timeout: 60_000 });
+    await vi.waitFor(() => expect(a.life.planning).toBe(false));
+    await vi.waitFor(() => expect(llm.open()).toBe(0), { timeout: 5_000 });
+    expect(lines.filter((l) => l['msg'] === 'summarizer endpoint failed; used the extractive summary')).toEqual([]);
   });
 
   it('archives exactly what each edit summarized, even when lines are appended while the plan is made', async () => {
