@@ -114,7 +114,7 @@ export class Daemon {
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
-      tailedInode: (file) => this.tailer?.inodeOf(file),
+      tailedFile: (file) => this.tailer?.readIdentityOf(file),
     });
     this.warm = new WarmService(this.db, {
       logger: this.deps.logger,
@@ -122,7 +122,7 @@ export class Daemon {
       now: this.now,
       stateDir: o.stateDir,
       snapshotDelayMs: o.warmSnapshotDelayMs,
-      tailedInode: (file) => this.tailer?.inodeOf(file),
+      tailedFile: (file) => this.tailer?.readIdentityOf(file),
       ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}),
     });
     this.sessions.on('plan', (s, plan) => {

@@ -4,7 +4,7 @@ import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
 import { applyPlan, archiveEntries, originalsOf, planCompaction, planStanding, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
-import { readTranscriptPrefix } from '../ingest/index.js';
+import { readTranscriptPrefix, type ReadIdentity } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
@@ -63,11 +63,11 @@ export interface SessionManagerDeps {
   /** A session's model left memory (released or forgotten): the daemon may collect garbage. */
   readonly memoryFreed?: () => void;
   /**
-   * The inode the tailer read a transcript from (Tailer.inodeOf): a released session is rebuilt
+   * What the tailer read of a transcript (Tailer.readIdentityOf): a released session is rebuilt
    * only from that same file (FILE_REPLACED otherwise, as harvest does), never from a file put in
-   * its place before the tailer noticed. Undefined: not checked.
+   * its place or rewritten in place before the tailer noticed. Undefined: not checked.
    */
-  readonly tailedInode?: (file: string) => number | undefined;
+  readonly tailedFile?: (file: string) => ReadIdentity | undefined;
 }
 
 /** Redacts the originals of an edit before they are archived (the same filter the proxy is handed). */
@@ -397,7 +397,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const r = s.released;
     if (!r) return;
     // A file replaced before the tailer's reset: FILE_REPLACED (the reset rebuilds it from 0), not the new file's lines as the old session.
-    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedInode?.(s.file));
+    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedFile?.(s.file));
     // Rewritten or forgotten meanwhile: that path started over on its own.
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
     const model = this.newModel(s.sessionId);

@@ -13,6 +13,7 @@ import { createSummarizer, type Plan, type Summarizer } from '../../src/compact/
 import { createOpenAIChatAdapter, normalizeOpenAIMessages } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
+import type { ReadIdentity } from '../../src/ingest/index.js';
 import { redactMessages } from '../../src/harvest/index.js';
 import { zoneOf, type MemoryBudget } from '../../src/daemon/lifecycle.js';
 
@@ -28,7 +29,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedInode?: (file: string) => number | undefined; archived?: () => void } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -55,7 +56,7 @@ function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: Archive
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
     { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedInode ? { tailedInode: opts.tailedInode } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -234,7 +235,7 @@ describe('SessionManager release and rebuild', () => {
     // What the tailer reports: the inode it read the transcript from.
     const tailed = statSync(file).ino;
     let t = 1_000_000;
-    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 }, tailedInode: (f) => (f === file ? tailed : undefined) });
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 }, tailedFile: (f) => (f === file ? { ino: tailed } : undefined) });
     const s = manager.ingest(file, 'a', 'openai-chat', events(2), Buffer.byteLength(text));
     const tokens = s.model.tokens();
     expect(tokens).toBeGreaterThan(0);
