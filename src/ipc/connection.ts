@@ -65,7 +65,7 @@ export class RpcConnection {
     id: string,
     private readonly socket: Socket,
     private readonly dispatcher: Dispatcher,
-    private readonly limits: ConnectionLimits,
+    private limits: ConnectionLimits,
     private readonly log: Logger,
     onClose: (conn: RpcConnection, reason: CloseReason) => void,
     now: number,
@@ -169,6 +169,17 @@ export class RpcConnection {
       }
       this.drained = done;
     });
+  }
+
+  /**
+   * New idle and partial-line limits (a config reload): in force at once, the idle time counted
+   * from the last input as before.
+   */
+  setTimeouts(timeouts: Pick<ConnectionLimits, 'idleTimeoutMs' | 'partialLineTimeoutMs'>): void {
+    this.limits = { ...this.limits, ...timeouts };
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = undefined;
+    if (!this.closed) this.armWatchdog();
   }
 
   /** One timer per connection checks the idle and partial-line limits. */

@@ -163,7 +163,7 @@ async function probeSocket(socketPath: string, timeoutMs = 1000): Promise<'live'
 
 /** JSON-RPC 2.0 over a Unix socket, one JSON object per line. */
 export class RpcServer extends EventEmitter<RpcServerEvents> {
-  readonly options: ResolvedRpcServerOptions;
+  private resolved: ResolvedRpcServerOptions;
   private readonly log: Logger;
   private readonly dispatcher: Dispatcher;
   private readonly server: net.Server;
@@ -176,9 +176,27 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   private closing: Promise<void> | undefined;
   private ownedFile: { path: string; ino: number; dev: number } | undefined;
 
+  /** The options in force (validated). */
+  get options(): ResolvedRpcServerOptions {
+    return this.resolved;
+  }
+
+  /**
+   * Limits a config reload changes (SIGHUP), validated as at start: new connections and the open
+   * ones get the new timeouts at once; a lower `maxClients` refuses new connections until enough
+   * close, and closes none that are open.
+   */
+  setLimits(limits: Pick<RpcServerOptions, 'maxClients' | 'idleTimeoutMs' | 'partialLineTimeoutMs'>): void {
+    const maxClients = positiveInt('maxClients', limits.maxClients, this.resolved.maxClients);
+    const idleTimeoutMs = durationMs('idleTimeoutMs', limits.idleTimeoutMs, this.resolved.idleTimeoutMs);
+    const partialLineTimeoutMs = durationMs('partialLineTimeoutMs', limits.partialLineTimeoutMs, this.resolved.partialLineTimeoutMs);
+    this.resolved = Object.freeze({ ...this.resolved, maxClients, idleTimeoutMs, partialLineTimeoutMs });
+    for (const c of this.conns.values()) c.setTimeouts({ idleTimeoutMs, partialLineTimeoutMs });
+  }
+
   constructor(options: RpcServerOptions) {
     super();
-    this.options = resolveServerOptions(options);
+    this.resolved = resolveServerOptions(options);
     this.log = this.options.logger;
     this.dispatcher = new Dispatcher({
       handlers: this.options.handlers,
