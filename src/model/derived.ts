@@ -1,0 +1,109 @@
+/**
+ * Per-fragment derived data — term statistics (relevance) and the shingle fingerprint
+ * (density) — computed from a fragment's text when a scoring pass first needs it, not at
+ * ingest, and readable from a lasting cache keyed by the text (the daemon backs it with SQLite),
+ * so a cold plan after a restart reads instead of re-analysing every message.
+ *
+ * The encoding is versioned: a change to how the data is derived (word split, stop words,
+ * shingle size, MinHash bins) must bump DERIVATION_VERSION, so stored rows of the old
+ * derivation are recomputed, never trusted.
+ */
+import { analyseText, type TermStats } from '../text/index.js';
+import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
+
+/** Bump on any change to what `analyseFragmentText` computes or to the encoding below. */
+export const DERIVATION_VERSION = 1;
+
+/** What a fragment's text gives: its term statistics and density fingerprint. */
+export interface TextAnalysis {
+  readonly stats: TermStats;
+  readonly features: DensityFeatures;
+}
+
+/**
+ * A lasting memo of `TextAnalysis` by fragment text, injected by whoever owns storage.
+ * `getMany` returns one entry per text (undefined when unknown or unreadable); `setMany`
+ * takes what was computed (an implementation may write it later, in batches).
+ * Implementations must return exactly what they were given for the same text.
+ */
+export interface DerivedDataCache {
+  getMany(texts: readonly string[]): (TextAnalysis | undefined)[];
+  setMany(entries: readonly { readonly text: string; readonly analysis: TextAnalysis }[]): void;
+}
+
+/** Analyses one fragment's text (one pass over its words). */
+export function analyseFragmentText(text: string): TextAnalysis {
+  const { stats, shingles } = analyseText(text);
+  return { stats, features: featuresOfShingles(shingles) };
+}
+
+/** Header: version, length, totalShingles, uniqueShingles, term count (u32 each), then the signature. */
+const HEADER_WORDS = 5;
+const FIXED_WORDS = HEADER_WORDS + MINHASH_SLOTS;
+const EMPTY_BIN = 0xffffffff;
+
+const utf8 = new TextEncoder();
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The bytes of an analysis: the header and signature, the term counts (u32 little-endian),
+ * then the terms as UTF-8 separated by NUL (a term is made of word characters, never NUL).
+ */
+export function encodeAnalysis(a: TextAnalysis): Uint8Array {
+  const { stats, features } = a;
+  const names = utf8.encode(stats.terms.join('\u0000'));
+  const words = FIXED_WORDS + stats.counts.length;
+  const out = new Uint8Array(words * 4 + names.length);
+  const view = new DataView(out.buffer);
+  const head = [DERIVATION_VERSION, stats.length, features.totalShingles, features.uniqueShingles, stats.terms.length];
+  head.forEach((v, i) => view.setUint32(i * 4, v, true));
+  for (let i = 0; i < MINHASH_SLOTS; i++) view.setUint32((HEADER_WORDS + i) * 4, features.signature[i] as number, true);
+  for (let i = 0; i < stats.counts.length; i++) view.setUint32((FIXED_WORDS + i) * 4, stats.counts[i] as number, true);
+  out.set(names, words * 4);
+  return out;
+}
+
+/**
+ * The analysis in `bytes`, or undefined when they are of another version or inconsistent
+ * (truncated, corrupted): the caller then recomputes it. Checks every invariant the encoder's
+ * input holds (counts sum to the length, a term per count, an empty signature exactly when
+ * there are no shingles), so a damaged row is not trusted.
+ */
+export function decodeAnalysis(bytes: Uint8Array): TextAnalysis | undefined {
+  if (bytes.length < FIXED_WORDS * 4) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const u32 = (word: number): number => view.getUint32(word * 4, true);
+  const [version, length, total, unique, termCount] = [u32(0), u32(1), u32(2), u32(3), u32(4)];
+  if (version !== DERIVATION_VERSION || unique > total || (total > 0 && unique === 0)) return undefined;
+  const words = FIXED_WORDS + termCount;
+  if (bytes.length < words * 4) return undefined;
+  const signature = new Uint32Array(MINHASH_SLOTS);
+  let used = 0;
+  for (let i = 0; i < MINHASH_SLOTS; i++) {
+    const v = u32(HEADER_WORDS + i);
+    signature[i] = v;
+    if (v !== EMPTY_BIN) used++;
+  }
+  if ((total === 0) !== (used === 0)) return undefined;
+  const counts = new Uint32Array(termCount);
+  let sum = 0;
+  for (let i = 0; i < termCount; i++) {
+    const c = u32(FIXED_WORDS + i);
+    if (c === 0) return undefined;
+    counts[i] = c;
+    sum += c;
+  }
+  if (sum !== length) return undefined;
+  let terms: string[];
+  try {
+    terms = termCount === 0 ? [] : utf8Strict.decode(bytes.subarray(words * 4)).split('\u0000');
+  } catch {
+    return undefined;
+  }
+  if (terms.length !== termCount || terms.some((t) => t.length === 0)) return undefined;
+  if (termCount === 0 && bytes.length !== words * 4) return undefined;
+  return {
+    stats: { terms, counts, length },
+    features: { signature, empty: total === 0, totalShingles: total, uniqueShingles: unique },
+  };
+}
