@@ -7,7 +7,7 @@ import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
 import { SharedBins, similarity, type DensityFeatures } from './density.js';
 
-import { analyseFragmentText, type DerivedDataCache, type TextAnalysis } from './derived.js';
+import { analyseFragmentText, MIN_CACHED_TEXT_CHARS, type DerivedDataCache, type TextAnalysis } from './derived.js';
 import {
   buildEntry,
   computeFeatures,
@@ -153,13 +153,16 @@ export class LiveContext {
   private analyse(frags: readonly Fragment[]): void {
     if (frags.length === 0) return;
     const texts = frags.map(fragmentText);
-    const known = this.derivedCache?.getMany(texts);
+    const asked = this.derivedCache ? texts.flatMap((t, i) => (t.length >= MIN_CACHED_TEXT_CHARS ? [i] : [])) : [];
+    const hits = asked.length > 0 ? (this.derivedCache?.getMany(asked.map((i) => texts[i] as string)) ?? []) : [];
+    const known = new Map<number, TextAnalysis | undefined>(asked.map((i, k) => [i, hits[k]]));
     const fresh: { text: string; analysis: TextAnalysis }[] = [];
     frags.forEach((f, i) => {
-      let analysis = known?.[i];
+      const text = texts[i] as string;
+      let analysis = known.get(i);
       if (!analysis) {
-        analysis = analyseFragmentText(texts[i] as string);
-        fresh.push({ text: texts[i] as string, analysis });
+        analysis = analyseFragmentText(text);
+        if (known.has(i)) fresh.push({ text, analysis });
       }
       deriveFragment(f, analysis, this.index);
     });

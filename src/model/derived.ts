@@ -31,19 +31,32 @@ export interface DerivedDataCache {
   setMany(entries: readonly { readonly text: string; readonly analysis: TextAnalysis }[]): void;
 }
 
+/** Texts shorter than this are analysed without a cache lookup: cheaper than a round trip, and not worth a stored row. */
+export const MIN_CACHED_TEXT_CHARS = 128;
+
 /** Analyses one fragment's text (one pass over its words). */
 export function analyseFragmentText(text: string): TextAnalysis {
   const { stats, shingles } = analyseText(text);
   return { stats, features: featuresOfShingles(shingles) };
 }
 
-/** Header: version, length, totalShingles, uniqueShingles, term count (u32 each), then the signature. */
-const HEADER_WORDS = 5;
+/**
+ * Header (u32 each): version, checksum of everything after the header, length, totalShingles,
+ * uniqueShingles, term count, byte length of the terms; then the signature.
+ */
+const HEADER_WORDS = 7;
 const FIXED_WORDS = HEADER_WORDS + MINHASH_SLOTS;
 const EMPTY_BIN = 0xffffffff;
 
 const utf8 = new TextEncoder();
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+
+/** FNV-1a over bytes: catches a damaged row the structural checks would let through (a changed letter). */
+function checksum(bytes: Uint8Array, from: number): number {
+  let h = 0x811c9dc5;
+  for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
+  return h >>> 0;
+}
 
 /**
  * The bytes of an analysis: the header and signature, the term counts (u32 little-endian),
@@ -55,11 +68,12 @@ export function encodeAnalysis(a: TextAnalysis): Uint8Array {
   const words = FIXED_WORDS + stats.counts.length;
   const out = new Uint8Array(words * 4 + names.length);
   const view = new DataView(out.buffer);
-  const head = [DERIVATION_VERSION, stats.length, features.totalShingles, features.uniqueShingles, stats.terms.length];
+  const head = [DERIVATION_VERSION, 0, stats.length, features.totalShingles, features.uniqueShingles, stats.terms.length, names.length];
   head.forEach((v, i) => view.setUint32(i * 4, v, true));
   for (let i = 0; i < MINHASH_SLOTS; i++) view.setUint32((HEADER_WORDS + i) * 4, features.signature[i] as number, true);
   for (let i = 0; i < stats.counts.length; i++) view.setUint32((FIXED_WORDS + i) * 4, stats.counts[i] as number, true);
   out.set(names, words * 4);
+  view.setUint32(4, checksum(out, HEADER_WORDS * 4), true);
   return out;
 }
 
@@ -73,10 +87,10 @@ export function decodeAnalysis(bytes: Uint8Array): TextAnalysis | undefined {
   if (bytes.length < FIXED_WORDS * 4) return undefined;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const u32 = (word: number): number => view.getUint32(word * 4, true);
-  const [version, length, total, unique, termCount] = [u32(0), u32(1), u32(2), u32(3), u32(4)];
+  const [version, sum0, length, total, unique, termCount, namesBytes] = [u32(0), u32(1), u32(2), u32(3), u32(4), u32(5), u32(6)];
   if (version !== DERIVATION_VERSION || unique > total || (total > 0 && unique === 0)) return undefined;
   const words = FIXED_WORDS + termCount;
-  if (bytes.length < words * 4) return undefined;
+  if (bytes.length !== words * 4 + namesBytes || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
   const signature = new Uint32Array(MINHASH_SLOTS);
   let used = 0;
   for (let i = 0; i < MINHASH_SLOTS; i++) {
@@ -101,7 +115,6 @@ export function decodeAnalysis(bytes: Uint8Array): TextAnalysis | undefined {
     return undefined;
   }
   if (terms.length !== termCount || terms.some((t) => t.length === 0)) return undefined;
-  if (termCount === 0 && bytes.length !== words * 4) return undefined;
   return {
     stats: { terms, counts, length },
     features: { signature, empty: total === 0, totalShingles: total, uniqueShingles: unique },
