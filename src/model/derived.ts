@@ -8,15 +8,28 @@
  * shingle size, MinHash bins) must bump DERIVATION_VERSION, so stored rows of the old
  * derivation are recomputed, never trusted.
  */
-import { analyseText, type TermStats } from '../text/index.js';
+import { analyseText, hash52 } from '../text/index.js';
 import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
 
 /** Bump on any change to what `analyseFragmentText` computes or to the encoding below. */
 export const DERIVATION_VERSION = 1;
 
+/**
+ * Term frequencies of a text with each term stood for by its 52-bit hash (`hash52`): the
+ * model only ever compares terms, so no term string is kept or stored (two terms of a session
+ * sharing a hash — about one chance in 10⁶ at 100k distinct terms — would count as one).
+ */
+export interface TermHashes {
+  /** Distinct terms' hashes in first-seen order (exact integers below 2^52). */
+  readonly hashes: Float64Array;
+  readonly counts: Uint32Array;
+  /** Number of terms (the BM25 document length): the sum of `counts`. */
+  readonly length: number;
+}
+
 /** What a fragment's text gives: its term statistics and density fingerprint. */
 export interface TextAnalysis {
-  readonly stats: TermStats;
+  readonly stats: TermHashes;
   readonly features: DensityFeatures;
 }
 
@@ -37,21 +50,22 @@ export const MIN_CACHED_TEXT_CHARS = 128;
 /** Analyses one fragment's text (one pass over its words). */
 export function analyseFragmentText(text: string): TextAnalysis {
   const { stats, shingles } = analyseText(text);
-  return { stats, features: featuresOfShingles(shingles) };
+  const hashes = new Float64Array(stats.terms.length);
+  for (let i = 0; i < hashes.length; i++) hashes[i] = hash52(stats.terms[i] as string);
+  return { stats: { hashes, counts: stats.counts, length: stats.length }, features: featuresOfShingles(shingles) };
 }
 
 /**
  * Header (u32 each): version, checksum of everything after the header, length, totalShingles,
- * uniqueShingles, term count, byte length of the terms; then the signature.
+ * uniqueShingles, term count; then the signature.
  */
-const HEADER_WORDS = 7;
+const HEADER_WORDS = 6;
+const HASH_LIMIT = 2 ** 52;
 const FIXED_WORDS = HEADER_WORDS + MINHASH_SLOTS;
 const EMPTY_BIN = 0xffffffff;
 
-const utf8 = new TextEncoder();
-const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
-/** FNV-1a over bytes: catches a damaged row the structural checks would let through (a changed letter). */
+/** FNV-1a over bytes: catches a damaged row the structural checks would let through (a changed hash). */
 function checksum(bytes: Uint8Array, from: number): number {
   let h = 0x811c9dc5;
   for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
@@ -59,20 +73,20 @@ function checksum(bytes: Uint8Array, from: number): number {
 }
 
 /**
- * The bytes of an analysis: the header and signature, the term counts (u32 little-endian),
- * then the terms as UTF-8 separated by NUL (a term is made of word characters, never NUL).
+ * The bytes of an analysis (little-endian): the header and signature, the term counts (u32),
+ * then the term hashes (f64).
  */
 export function encodeAnalysis(a: TextAnalysis): Uint8Array {
   const { stats, features } = a;
-  const names = utf8.encode(stats.terms.join('\u0000'));
-  const words = FIXED_WORDS + stats.counts.length;
-  const out = new Uint8Array(words * 4 + names.length);
+  const n = stats.counts.length;
+  const words = FIXED_WORDS + n;
+  const out = new Uint8Array(words * 4 + n * 8);
   const view = new DataView(out.buffer);
-  const head = [DERIVATION_VERSION, 0, stats.length, features.totalShingles, features.uniqueShingles, stats.terms.length, names.length];
+  const head = [DERIVATION_VERSION, 0, stats.length, features.totalShingles, features.uniqueShingles, n];
   head.forEach((v, i) => view.setUint32(i * 4, v, true));
   for (let i = 0; i < MINHASH_SLOTS; i++) view.setUint32((HEADER_WORDS + i) * 4, features.signature[i] as number, true);
-  for (let i = 0; i < stats.counts.length; i++) view.setUint32((FIXED_WORDS + i) * 4, stats.counts[i] as number, true);
-  out.set(names, words * 4);
+  for (let i = 0; i < n; i++) view.setUint32((FIXED_WORDS + i) * 4, stats.counts[i] as number, true);
+  for (let i = 0; i < n; i++) view.setFloat64(words * 4 + i * 8, stats.hashes[i] as number, true);
   view.setUint32(4, checksum(out, HEADER_WORDS * 4), true);
   return out;
 }
@@ -87,10 +101,10 @@ export function decodeAnalysis(bytes: Uint8Array): TextAnalysis | undefined {
   if (bytes.length < FIXED_WORDS * 4) return undefined;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const u32 = (word: number): number => view.getUint32(word * 4, true);
-  const [version, sum0, length, total, unique, termCount, namesBytes] = [u32(0), u32(1), u32(2), u32(3), u32(4), u32(5), u32(6)];
+  const [version, sum0, length, total, unique, termCount] = [u32(0), u32(1), u32(2), u32(3), u32(4), u32(5)];
   if (version !== DERIVATION_VERSION || unique > total || (total > 0 && unique === 0)) return undefined;
   const words = FIXED_WORDS + termCount;
-  if (bytes.length !== words * 4 + namesBytes || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
+  if (bytes.length !== words * 4 + termCount * 8 || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
   const signature = new Uint32Array(MINHASH_SLOTS);
   let used = 0;
   for (let i = 0; i < MINHASH_SLOTS; i++) {
@@ -108,15 +122,14 @@ export function decodeAnalysis(bytes: Uint8Array): TextAnalysis | undefined {
     sum += c;
   }
   if (sum !== length) return undefined;
-  let terms: string[];
-  try {
-    terms = termCount === 0 ? [] : utf8Strict.decode(bytes.subarray(words * 4)).split('\u0000');
-  } catch {
-    return undefined;
+  const hashes = new Float64Array(termCount);
+  for (let i = 0; i < termCount; i++) {
+    const h = view.getFloat64(words * 4 + i * 8, true);
+    if (!(Number.isInteger(h) && h >= 0 && h < HASH_LIMIT)) return undefined;
+    hashes[i] = h;
   }
-  if (terms.length !== termCount || terms.some((t) => t.length === 0)) return undefined;
   return {
-    stats: { terms, counts, length },
+    stats: { hashes, counts, length },
     features: { signature, empty: total === 0, totalShingles: total, uniqueShingles: unique },
   };
 }

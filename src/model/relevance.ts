@@ -11,11 +11,11 @@
  * the other score factors still order it). When no section matches (or there is no goal yet)
  * every section gets 1: relevance then carries no signal and does not distort the score.
  *
- * Term statistics per section are computed once at insert (see text.ts); document frequencies
+ * Term statistics per fragment are derived when first scored (derived.ts); document frequencies
  * are maintained incrementally here; scoring runs lazily over all sections without any
  * tokenizer call.
  */
-import { ownCopy, type TermStats } from '../text/index.js';
+import type { TermHashes } from './derived.js';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -65,27 +65,28 @@ export function mergeTermVectors(parts: readonly TermVector[]): TermVector {
 
 /**
  * The session's term dictionary and the document frequencies over its live sections, both
- * maintained incrementally. Each distinct term is held once (`intern`); ids stay valid until
+ * maintained incrementally. Each distinct term is held once, as its hash (`intern`: no term
+ * string is kept); ids stay valid until
  * `clear()`, also when a term's document frequency drops to 0.
  */
 export class TermIndex {
-  private readonly ids = new Map<string, number>();
+  /** Term hash (see TermHashes) → id. */
+  private readonly ids = new Map<number, number>();
   private df = new Uint32Array(1024);
   private docs = 0;
   private totalLength = 0;
 
   /** The vector of `stats`, its terms given ids (new terms are added to the dictionary). */
-  intern(stats: TermStats): TermVector {
-    const { terms, counts } = stats;
-    if (terms.length === 0) return EMPTY_TERM_VECTOR;
-    const pairs = new Uint32Array(terms.length * 2);
-    for (let i = 0; i < terms.length; i++) {
-      const t = terms[i] as string;
+  intern(stats: TermHashes): TermVector {
+    const { hashes, counts } = stats;
+    if (hashes.length === 0) return EMPTY_TERM_VECTOR;
+    const pairs = new Uint32Array(hashes.length * 2);
+    for (let i = 0; i < hashes.length; i++) {
+      const t = hashes[i] as number;
       let id = this.ids.get(t);
       if (id === undefined) {
         id = this.ids.size;
-        // a new term outlives its message: held as its own string, not a view of the message's text
-        this.ids.set(ownCopy(t), id);
+        this.ids.set(t, id);
         if (id >= this.df.length) {
           const grown = new Uint32Array(this.df.length * 2);
           grown.set(this.df);

@@ -48,18 +48,18 @@ describe('derived data (term stats, fingerprints)', () => {
     const other = good.slice();
     new DataView(other.buffer).setUint32(0, DERIVATION_VERSION + 1, true);
     expect(decodeAnalysis(other)).toBeUndefined();
-    for (const n of [0, 10, 4 * 71, good.length - 3]) expect(decodeAnalysis(good.subarray(0, n))).toBeUndefined();
+    for (const n of [0, 10, 4 * 70, good.length - 3]) expect(decodeAnalysis(good.subarray(0, n))).toBeUndefined();
     const badCount = good.slice();
-    new DataView(badCount.buffer).setUint32(4 * 71, 99, true); // a term count no longer sums to the length
+    new DataView(badCount.buffer).setUint32(4 * 70, 99, true); // a term count no longer sums to the length
     expect(decodeAnalysis(badCount)).toBeUndefined();
-    const badText = good.slice();
-    badText[badText.length - 2] = 0xff; // not UTF-8
-    expect(decodeAnalysis(badText)).toBeUndefined();
-    const badLetter = good.slice();
-    badLetter[badLetter.length - 2] = 0x71; // still a valid term, another letter: the checksum tells
-    expect(decodeAnalysis(badLetter)).toBeUndefined();
+    const badHash = good.slice();
+    new DataView(badHash.buffer).setFloat64(badHash.length - 8, 0.5, true); // not a 52-bit hash
+    expect(decodeAnalysis(badHash)).toBeUndefined();
+    const otherHash = good.slice();
+    otherHash[otherHash.length - 8] = (otherHash[otherHash.length - 8] as number) ^ 1; // still a valid hash, another term: the checksum tells
+    expect(decodeAnalysis(otherHash)).toBeUndefined();
     const badSig = good.slice();
-    for (let i = 7; i < 71; i++) new DataView(badSig.buffer).setUint32(i * 4, 0xffffffff, true); // shingles but an empty fingerprint
+    for (let i = 6; i < 70; i++) new DataView(badSig.buffer).setUint32(i * 4, 0xffffffff, true); // shingles but an empty fingerprint
     expect(decodeAnalysis(badSig)).toBeUndefined();
   });
 
