@@ -117,7 +117,7 @@ export class LiveContext {
     this.analyse(frags);
     for (const rec of this.recs) {
       if (!rec.live) continue;
-      rec.stats = recomputeStats(rec);
+      rec.stats = recomputeStats(rec, this.index);
       this.index.add(rec.stats);
     }
     this.derived = true;
@@ -462,7 +462,7 @@ export class LiveContext {
       rec.frags.push(f);
       rec.tokens += f.tokens;
     }
-    if (this.derived) rec.stats = recomputeStats(rec);
+    if (this.derived) rec.stats = recomputeStats(rec, this.index);
     return rec;
   }
 
@@ -486,7 +486,7 @@ export class LiveContext {
   private reindex(rec: SectionRec): void {
     if (!this.derived) return;
     this.index.remove(rec.stats);
-    rec.stats = recomputeStats(rec);
+    rec.stats = recomputeStats(rec, this.index);
     this.index.add(rec.stats);
   }
 

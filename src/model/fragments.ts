@@ -6,7 +6,7 @@
 import type { Message, ToolCall } from './messages.js';
 import { mergeFeatures, type DensityFeatures } from './density.js';
 import { looksLikeStackTrace } from '../text/index.js';
-import { mergeTermVectors, type TermIndex, type TermVector } from './relevance.js';
+import type { TermIndex, TermVector } from './relevance.js';
 import type { TextAnalysis } from './derived.js';
 import { countTexts, countTextsMany, IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCountCache, type TokenCounter } from './tokens.js';
 
@@ -108,10 +108,10 @@ function derivedOf<T>(value: T | undefined): T {
 }
 
 /** Term stats of a section: its fragment's own (shared, never mutated) or a fresh merge. Its fragments are derived. */
-export function recomputeStats(rec: SectionRec): TermVector {
+export function recomputeStats(rec: SectionRec, terms: TermIndex): TermVector {
   const only = rec.frags.length === 1 ? rec.frags[0] : undefined;
   if (only) return derivedOf(only.stats);
-  return mergeTermVectors(rec.frags.map((f) => derivedOf(f.stats)));
+  return terms.merge(rec.frags.map((f) => derivedOf(f.stats)));
 }
 
 /** Density features of a section: its fragments' fingerprints merged (no text is re-read). Its fragments are derived. */
