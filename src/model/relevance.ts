@@ -45,6 +45,61 @@ export interface PreparedQuery {
 export const EMPTY_TERM_VECTOR: TermVector = Object.freeze({ pairs: new Uint32Array(0), length: 0 });
 
 /**
+ * Term hash → id, open addressing over typed arrays: the keys are 52-bit doubles, which a Map
+ * boxes and hashes slowly, and a cold plan looks up every term of every message once.
+ */
+class TermIds {
+  private keys = new Float64Array(2048);
+  private vals = new Int32Array(2048).fill(-1);
+  private mask = 2047;
+  size = 0;
+
+  private static slot(key: number, mask: number): number {
+    let h = Math.imul((key >>> 0) ^ Math.floor(key / 0x100000000), 0x9e3779b1);
+    h ^= h >>> 15;
+    return h & mask;
+  }
+
+  /** The id of `key`, or -1. */
+  get(key: number): number {
+    for (let i = TermIds.slot(key, this.mask); ; i = (i + 1) & this.mask) {
+      const v = this.vals[i] as number;
+      if (v < 0 || this.keys[i] === key) return v;
+    }
+  }
+
+  /** Adds a key not present yet, with the next id; returns it. */
+  add(key: number): number {
+    if ((this.size + 1) * 2 > this.vals.length) this.grow();
+    const id = this.size++;
+    this.place(key, id);
+    return id;
+  }
+
+  clear(): void {
+    this.keys = new Float64Array(2048);
+    this.vals = new Int32Array(2048).fill(-1);
+    this.mask = 2047;
+    this.size = 0;
+  }
+
+  private place(key: number, id: number): void {
+    let i = TermIds.slot(key, this.mask);
+    while ((this.vals[i] as number) >= 0) i = (i + 1) & this.mask;
+    this.keys[i] = key;
+    this.vals[i] = id;
+  }
+
+  private grow(): void {
+    const { keys, vals } = this;
+    this.keys = new Float64Array(keys.length * 2);
+    this.vals = new Int32Array(vals.length * 2).fill(-1);
+    this.mask = this.vals.length - 1;
+    for (let i = 0; i < vals.length; i++) if ((vals[i] as number) >= 0) this.place(keys[i] as number, vals[i] as number);
+  }
+}
+
+/**
  * The session's term dictionary and the document frequencies over its live sections, both
  * maintained incrementally. Each distinct term is held once, as its hash (`intern`: no term
  * string is kept); ids stay valid until
@@ -52,7 +107,7 @@ export const EMPTY_TERM_VECTOR: TermVector = Object.freeze({ pairs: new Uint32Ar
  */
 export class TermIndex {
   /** Term hash (see TermHashes) → id. */
-  private readonly ids = new Map<number, number>();
+  private readonly ids = new TermIds();
   private df = new Uint32Array(1024);
   /** Per term id: where `merge` put it in the vector being built, or -1 (all -1 between calls). */
   private slot = new Int32Array(1024).fill(-1);
@@ -67,9 +122,8 @@ export class TermIndex {
     for (let i = 0; i < hashes.length; i++) {
       const t = hashes[i] as number;
       let id = this.ids.get(t);
-      if (id === undefined) {
-        id = this.ids.size;
-        this.ids.set(t, id);
+      if (id < 0) {
+        id = this.ids.add(t);
         if (id >= this.df.length) {
           const grown = new Uint32Array(this.df.length * 2);
           grown.set(this.df);

@@ -4,6 +4,7 @@ import { MIN_CACHED_TEXT_CHARS } from '../../src/model/derived.js';
 import { generateSession } from '../../src/bench/retention.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
+import { TermIndex } from '../../src/model/relevance.js';
 
 const counter = createTokenCounter();
 
@@ -106,5 +107,24 @@ describe('derived data (term stats, fingerprints)', () => {
     m.apply(extra);
     const ref = build([...session.events, extra]);
     expect(m.sections()).toEqual(ref.sections());
+  });
+});
+
+describe('term index', () => {
+  it('gives each distinct term hash one id, stable through table growth, and merges vectors in first-seen order', () => {
+    const index = new TermIndex();
+    const hashes = Float64Array.from({ length: 20_000 }, (_, i) => (i * 2654435761) % 2 ** 52); // spread, some above 2^32
+    const first = index.intern({ hashes, counts: new Uint32Array(hashes.length).fill(1), length: hashes.length });
+    expect(index.vocabulary).toBe(20_000);
+    const again = index.intern({ hashes: hashes.slice().reverse(), counts: new Uint32Array(hashes.length).fill(2), length: 2 * hashes.length });
+    expect(index.vocabulary).toBe(20_000);
+    for (let i = 0; i < 20_000; i += 997) expect(again.pairs[2 * (19_999 - i)]).toBe(first.pairs[2 * i]);
+    const a = index.intern({ hashes: Float64Array.from([5, 7, 9]), counts: Uint32Array.from([1, 2, 3]), length: 6 });
+    const b = index.intern({ hashes: Float64Array.from([9, 11]), counts: Uint32Array.from([4, 5]), length: 9 });
+    const merged = index.merge([a, b]);
+    const id = (h: number): number => index.intern({ hashes: Float64Array.from([h]), counts: Uint32Array.from([1]), length: 1 }).pairs[0] as number;
+    expect([...merged.pairs]).toEqual([id(5), 1, id(7), 2, id(9), 7, id(11), 5]);
+    expect(merged.length).toBe(15);
+    expect(index.merge([a, b])).toEqual(merged); // the merge's scratch slots are left clean
   });
 });
