@@ -1,18 +1,15 @@
 /**
  * `contextd install claude-code|codex [--settings F] [--socket P] [--state DIR]` and
  * `contextd uninstall claude-code|codex [--settings F]`: add or remove contextd's hooks in the
- * agent's settings. The hook command runs this same contextd (the node binary and script now
- * running) with the given socket and state dir.
+ * agent's settings. The hook command (integrations/install.ts `hookCommand`) runs this package's
+ * launcher with the node binary now running and the given socket and state dir.
  * `contextd install hermes [--hermes-home DIR]` (and `uninstall hermes`): put the hermes context
  * engine in `$HERMES_HOME/plugins/contextd/` and print the one config line that selects it.
  */
-import { existsSync, realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { AGENTS, type AgentName } from '../integrations/answer.js';
-import { shellQuote } from '../integrations/hook-settings.js';
-import { defaultSettingsPath, installHooks, uninstallHooks } from '../integrations/install.js';
+import { AGENTS } from '../integrations/answer.js';
+import { defaultSettingsPath, hookCommand, installHooks, uninstallHooks } from '../integrations/install.js';
 import { resolveStateDir } from '../store/paths.js';
 import { HERMES_CONFIG_LINE, installHermes, resolveHermesHome, uninstallHermes } from '../integrations/hermes.js';
 import { printJson, printLine, usageError } from './output.js';
@@ -53,35 +50,6 @@ function uninstallHermesCli(flags: InstallFlags): void {
   }
   printLine(r.files.length > 0 ? `removed ${r.pluginDir}` : `nothing installed at ${r.pluginDir}`);
   printLine(`remove \`${HERMES_CONFIG_LINE}\` from hermes' config.yaml (hermes falls back to its own compressor)`);
-}
-
-/**
- * Unset for the hook process: Node reads every certificate in `NODE_EXTRA_CA_CERTS` at start-up,
- * before any of our code runs (~40 ms of CPU for a system bundle of ~150 certificates), and the
- * hook makes no TLS connection. `env -u` (GNU, BSD and BusyBox env) works whatever shell the
- * agent runs the command with; an empty value would do as well in sh, but not in csh or fish.
- */
-export const HOOK_UNSET_ENV = ['NODE_EXTRA_CA_CERTS'] as const;
-
-/**
- * The launcher `contextd hook` should run: bin/contextd.js of this package (it routes `hook`
- * to the CommonJS bundle, the shortest start-up), whichever way install was started (the bin,
- * `node dist/src/cli/main.js`, or the sources under a TypeScript loader); else the running script.
- */
-function hookLauncher(): string {
-  for (const rel of ['../../../bin/contextd.js', '../../bin/contextd.js']) {
-    const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (existsSync(path)) return realpathSync(path);
-  }
-  return process.argv[1] ? realpathSync(process.argv[1]) : 'contextd';
-}
-
-/** The shell command an agent runs for one hook event (`env -u …` node launcher `hook AGENT` flags). */
-export function hookCommand(agent: AgentName, flags: { socket?: string | undefined; state?: string | undefined }): string {
-  const parts = ['env', ...HOOK_UNSET_ENV.flatMap((name) => ['-u', name]), process.execPath, hookLauncher(), 'hook', agent];
-  if (flags.socket) parts.push('--socket', resolve(flags.socket));
-  if (flags.state) parts.push('--state', resolve(flags.state));
-  return parts.map(shellQuote).join(' ');
 }
 
 /** Register `install` and `uninstall` on the program. */

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hookCommand } from '../../src/cli/install.js';
+import { hookCommand } from '../../src/integrations/install.js';
 import { run, CONTEXTD_BIN } from '../agents/harness.js';
 
 const dirs: string[] = [];
