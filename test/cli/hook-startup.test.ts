@@ -126,6 +126,8 @@ describe('contextd hook start-up', () => {
     // better-sqlite3's JavaScript comes bundled and its addon by path: from node_modules only
     // the addon is loaded (no module lookups, no `bindings` probing a dozen paths).
     expect(r.loaded.filter((f) => f.includes('/node_modules/'))).toEqual([expect.stringMatching(/\/node_modules\/better-sqlite3\/build\/Release\/better_sqlite3\.node$/)]);
+    // The store hashes only on its write paths: node:crypto (~7 ms) stays unloaded.
+    expect(r.loaded).not.toContain('node:crypto');
     const text = contextOf(r);
     const bound = Number(/\(at most (\d+) tokens\)/.exec(text)?.[1]);
     expect(bound).toBeGreaterThan(0);
