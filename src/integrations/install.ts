@@ -59,10 +59,10 @@ export const HOOK_UNSET_ENV = ['NODE_EXTRA_CA_CERTS'] as const;
  * `node dist/src/cli/main.js`, or the sources under a TypeScript loader); else the running script.
  */
 function hookLauncher(): string {
-  for (const rel of ['../../../bin/contextd.js', '../../bin/contextd.js']) {
-    const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (existsSync(path)) return realpathSync(path);
-  }
+  // This module is dist/src/integrations/install.js when built, src/integrations/install.ts in the sources.
+  const rel = /\/dist\/src\/integrations\/[^/]+$/.test(import.meta.url) ? '../../../bin/contextd.js' : '../../bin/contextd.js';
+  const path = fileURLToPath(new URL(rel, import.meta.url));
+  if (existsSync(path)) return realpathSync(path);
   return process.argv[1] ? realpathSync(process.argv[1]) : 'contextd';
 }
 
