@@ -23,6 +23,7 @@ interface LoadFlags {
   rate?: string;
   idle?: string;
   cli?: string;
+  trace?: string;
 }
 
 function positive(name: string, v: string | undefined): number | undefined {
@@ -46,6 +47,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
         ...(durationSeconds !== undefined ? { durationSeconds } : {}),
         ...(idleSeconds !== undefined ? { idleSeconds } : {}),
         ...(load.cli !== undefined ? { cli: resolve(load.cli) } : {}),
+        ...(load.trace !== undefined ? { trace: resolve(load.trace) } : {}),
       });
     }
     case 'ingest': {
@@ -103,6 +105,7 @@ export function registerBench(program: Command): void {
     .option('--rate <n>', 'load: lines per second per session (default 20)')
     .option('--idle <s>', 'load: seconds idle after the load before RSS is read again (default 20)')
     .option('--cli <path>', 'load: another build\'s dist/src/cli/main.js to measure (before/after)')
+    .option('--trace <file>', 'load: write the daemon\'s memory, backlog and plans in flight every 100 ms to FILE (JSON lines)')
     .action(async (scenario: string, flags: { corpus?: string; locomo?: string } & LoadFlags) => {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
       const corpusDir = corpusFolder(flags.corpus) ?? '';

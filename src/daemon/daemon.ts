@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
@@ -16,7 +17,7 @@ import { yieldToEventLoop } from './loop-budget.js';
 import { redactMessages } from '../harvest/index.js';
 import type { LiveSession } from './live-session.js';
 import { buildHandlers } from './handlers.js';
-import type { DaemonApi, DaemonStatus } from './api.js';
+import type { DaemonApi, DaemonStatus, LoadStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
@@ -60,6 +61,8 @@ export class Daemon {
   private idleHarvests: Promise<void> | undefined;
   /** One full garbage collection after sessions leave memory, so an idle daemon gives the heap back. */
   private readonly collector = new IdleCollector();
+  /** Event-loop delay while running (daemon.status `load`). */
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 5 });
   /** connection id → session ids it subscribed to. */
   private readonly subscriptions = new Map<string, Set<string>>();
 
@@ -210,6 +213,7 @@ export class Daemon {
     this.idleTimer.unref();
     if (this.stopping) return;
     this.stateValue = 'running';
+    this.loopDelay.enable();
     this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
   }
 
@@ -226,6 +230,7 @@ export class Daemon {
     await this.notifier?.stopping();
     if (this.watchdogTimer) clearInterval(this.watchdogTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
+    this.loopDelay.disable();
     this.collector.cancel();
     // Lines read but not applied are dropped and a read waiting for room goes on: closing the
     // tailer never waits for the backlog (harvests read transcripts themselves).
@@ -475,7 +480,25 @@ export class Daemon {
           inMemory: s.released === undefined,
         };
       }),
+      load: this.loadStatus(),
       ...(this.proxy && this.options.proxy ? { proxy: this.proxyStatus() } : {}),
+    };
+  }
+
+  /** Memory, backlog and event-loop delay (daemon.status `load`). */
+  private loadStatus(): LoadStatus {
+    const m = process.memoryUsage();
+    const b = this.sessions?.backlog() ?? { queuedBytes: 0, queuedSessions: 0, sessionsInMemory: 0, plansInFlight: 0 };
+    const d = this.loopDelay;
+    const ms = (ns: number): number => Math.round(ns / 1e4) / 100;
+    return {
+      rssBytes: m.rss,
+      heapUsedBytes: m.heapUsed,
+      heapTotalBytes: m.heapTotal,
+      externalBytes: m.external,
+      arrayBuffersBytes: m.arrayBuffers,
+      ...b,
+      eventLoopDelayMs: d.count > 0 ? { p50: ms(d.percentile(50)), p99: ms(d.percentile(99)), max: ms(d.max) } : { p50: 0, p99: 0, max: 0 },
     };
   }
 }

@@ -292,6 +292,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.afterChange(s);
   }
 
+  /** What the manager holds and has yet to do (daemon.status `load`). */
+  backlog(): { queuedBytes: number; queuedSessions: number; sessionsInMemory: number; plansInFlight: number } {
+    let inMemory = 0;
+    for (const s of this.sessions.values()) if (s.source === 'transcript' && !s.released) inMemory++;
+    return { queuedBytes: this.queued.bytes, queuedSessions: this.queued.size, sessionsInMemory: inMemory, plansInFlight: this.inFlight.size };
+  }
+
   /** Tokens held by the in-memory models of tailed sessions (what the memory budget bounds). */
   heldTokens(): number {
     let n = 0;
