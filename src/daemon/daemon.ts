@@ -175,8 +175,9 @@ export class Daemon {
       followSymlinks: o.followSymlinks,
       formatOverrides: o.formats,
       logger: this.deps.logger,
-      // Read no further while the models have a backlog to apply (first scan of large transcripts).
-      gate: () => this.sessions?.room(),
+      // Read no further while the models have a backlog to apply (first scan of large transcripts),
+      // and, once running, no further of a session with lines waiting or an overdue plan (SessionManager.room).
+      gate: (file) => this.sessions?.room(file),
     });
     this.wireTailer(this.tailer);
     // The first scan re-reads every live transcript: give systemd more time if it is long.
@@ -185,6 +186,7 @@ export class Daemon {
       await this.tailer.start();
       // Ready means every transcript read is in its model (the tailer's batches wait their turn).
       await this.sessions?.settled();
+      this.sessions?.steadyState();
     } finally {
       clearInterval(extend);
     }
