@@ -406,7 +406,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         // lines read and not applied count too: a release drops them (the rebuild reads them again)
         tokens: s.model.tokens() + this.queued.bytesOf(s) / QUEUED_BYTES_PER_TOKEN,
         lastActivityAt: s.lastActivityAt,
-        releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && !this.planQueue.has(s) && s.restoring === undefined,
+        // (during the first scan a session's queue may hold all of it: released then, status would show it empty)
+        releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
         subscribed: this.subscribedTo(s),
       }));
   }
