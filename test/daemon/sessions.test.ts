@@ -250,6 +250,50 @@ describe('SessionManager release and rebuild', () => {
   });
 });
 
+describe('SessionManager release with lines read but not applied', () => {
+  it('releases a session whose lines wait in the queue (they are dropped), and rebuilds it from the transcript to the model that applying them would give', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-queued-'));
+    dirs.push(dir);
+    const file = join(dir, 'a.jsonl');
+    const text = demoTranscriptJsonl({ rounds: 4 });
+    writeFileSync(file, text);
+    const lines = text.split('\n').filter(Boolean);
+    const adapter = createOpenAIChatAdapter();
+    // Each line at its byte offset, as the tailer's decoder reads it (message ids derive from it).
+    const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+    const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
+    const half = Math.floor(lines.length / 2);
+    const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
+    const total = Buffer.byteLength(text);
+
+    // Reference: every line applied.
+    const ref = setup().manager.ingest(file, 'a', 'openai-chat', parse(lines, 0), total);
+
+    let t = 1_000_000;
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    manager.steadyState();
+    const s = manager.ingest(file, 'a', 'openai-chat', parse(lines.slice(0, half), 0), appliedBytes);
+    // The second half is read but waits for its turn (the pump runs in a later iteration).
+    manager.enqueue(file, 'a', 'openai-chat', parse(lines.slice(half), half), total, total - appliedBytes);
+    expect(manager.backlog().queuedBytes).toBe(total - appliedBytes);
+    const appliedTokens = s.model.tokens();
+    expect(appliedTokens).toBeLessThan(ref.model.tokens());
+
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    expect(s.released?.offset).toBe(total);
+    // The queue was dropped with the model: nothing of it is held.
+    expect(manager.backlog()).toMatchObject({ queuedBytes: 0, queuedSessions: 0, sessionsInMemory: 0 });
+
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    expect(s.tailOffset).toBe(total);
+    expect(s.model.tokens()).toBe(ref.model.tokens());
+    expect(s.model.headroom().sections).toBe(ref.model.headroom().sections);
+    expect(s.model.messages().map((m) => m.id)).toEqual(ref.model.messages().map((m) => m.id));
+  });
+});
+
 describe('SessionManager run queue (transcript batches and plans in turns)', () => {
   /** Split events into `n` batches of about the same length. */
   const batches = (evs: readonly TranscriptEvent[], n: number): TranscriptEvent[][] => {
