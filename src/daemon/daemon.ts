@@ -34,6 +34,14 @@ export interface DaemonDeps {
 }
 
 /**
+ * The compacting collection after sessions leave memory runs only once the tailed models still
+ * in memory hold at most this many tokens (about 15 MiB of heap): its pause and its transient
+ * memory grow with what is live, and while a harvest round is still freeing sessions it would
+ * move most of what the next seconds free anyway.
+ */
+export const COLLECT_BELOW_HELD_TOKENS = 500_000;
+
+/**
  * The wiring of contextd: tailer → session models → compaction loop → socket pushes, and
  * finished sessions → harvest → warm templates. Lifecycle: start() once, stop() idempotent.
  */
@@ -59,8 +67,11 @@ export class Daemon {
   private readonly harvests = new Set<Promise<unknown>>();
   /** The round of idle harvests under way (one session at a time), if any. */
   private idleHarvests: Promise<void> | undefined;
-  /** One full garbage collection after sessions leave memory, so an idle daemon gives the heap back. */
-  private readonly collector = new IdleCollector();
+  /**
+   * One full garbage collection after sessions leave memory, so an idle daemon gives the heap
+   * back: once the models still held are few (COLLECT_BELOW_HELD_TOKENS).
+   */
+  private readonly collector = new IdleCollector({ worthIt: () => (this.sessions?.heldTokens() ?? 0) <= COLLECT_BELOW_HELD_TOKENS });
   /** Event-loop delay while running (daemon.status `load`). */
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 5 });
   /** connection id → session ids it subscribed to. */

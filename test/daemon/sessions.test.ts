@@ -681,6 +681,43 @@ describe('SessionManager plans while the session changes under them', () => {
   });
 });
 
+describe('SessionManager read backpressure once running', () => {
+  it('holds the reads of a session while its lines wait for their turn, and while its model is over budget with its plan being made; they go on once applied and planned', async () => {
+    const gate = gatedSummarizer();
+    const { manager } = setup({ summarizer: gate.summarizer });
+    // Before: only the global high-water mark holds reads (the first scan).
+    manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', events(2), 1000, 1000);
+    expect(manager.room('/t/b.jsonl')).toBeUndefined();
+    await manager.settled();
+
+    manager.steadyState();
+    manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', extra(1), 2000, 1000);
+    const waitB = manager.room('/t/b.jsonl');
+    expect(waitB).toBeInstanceOf(Promise);
+    // Another transcript reads on: nothing of it waits, and the total is under the mark.
+    expect(manager.room('/t/other.jsonl')).toBeUndefined();
+    await waitB;
+    expect(manager.backlog().queuedBytes).toBe(0);
+    expect(manager.get('b')?.tailOffset).toBe(2000);
+
+    // Over its budget, its plan being made (the summarizer holds it): reads wait for the plan.
+    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(60), 60_000);
+    expect(a.model.headroom().headroom).toBeLessThanOrEqual(0);
+    await vi.waitFor(() => expect(gate.waiting()).toBe(true), { timeout: 60_000 });
+    const waitA = manager.room('/t/a.jsonl');
+    expect(waitA).toBeInstanceOf(Promise);
+    let goesOn = false;
+    void waitA?.then(() => (goesOn = true));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(goesOn).toBe(false);
+    expect(manager.room('/t/b.jsonl')).toBeUndefined();
+    gate.open();
+    await waitA;
+    expect(a.life.planning).toBe(false);
+    expect(manager.room('/t/a.jsonl')).toBeUndefined();
+  });
+});
+
 describe('SessionManager shutdown', () => {
   it('drain() does not wait for a summarizer that has not answered: the plan is abandoned at once', async () => {
     const llm = await slowLlm();
