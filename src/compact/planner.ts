@@ -60,6 +60,13 @@ export interface PlanOptions {
    * (appended lines); the plan keeps to the sections it read at the start.
    */
   readonly pause?: () => Promise<void> | undefined;
+  /**
+   * Edits the agent declined (a daemon passes them to its automatic plans): their sections are
+   * not replaced, and the size the context had when it declined (`keepTokens`, the model's own
+   * count) is taken as kept — the target is at least that — so the plan covers only what grew
+   * since and does not compact other sections harder in their place.
+   */
+  readonly declined?: { readonly sectionIds: ReadonlySet<string>; readonly keepTokens: number };
 }
 
 /**
@@ -208,7 +215,7 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   const sessionId = sessionIdOf(model);
   const total = model.budget().total;
   const tokensBefore = model.tokens();
-  const target = targetTokensFor(model, options);
+  const target = Math.max(targetTokensFor(model, options), options.declined?.keepTokens ?? 0);
   const modelVersion = model.version;
   const createdAt = (options.now ?? Date.now)();
   const planId = `p_${fnv1a64(`${sessionId}|${modelVersion}|${options.mode}|${target}|${createdAt}`)}`;
@@ -249,7 +256,9 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
     candidates.push(...runDetectors(ctx, [d]));
   }
   await pause();
-  const units = buildUnits(ctx.sections, candidates, options.mode === 'soft');
+  const declined = options.declined?.sectionIds;
+  const all = buildUnits(ctx.sections, candidates, options.mode === 'soft');
+  const units = declined && declined.size > 0 ? all.filter((u) => !declined.has(u.section.id)) : all;
   if (units.length === 0) return empty;
   await pause();
   const refs = ReferenceIndex.of(model, model.messages(), ctx.goal);

@@ -19,6 +19,7 @@ import type { LiveSession } from './live-session.js';
 import { buildHandlers } from './handlers.js';
 import type { DaemonApi, DaemonStatus, LoadStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
+import { Subscriptions } from './subscriptions.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
 import { ProxyServer } from '../proxy/index.js';
@@ -75,7 +76,7 @@ export class Daemon {
   /** Event-loop delay while running (daemon.status `load`). */
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 5 });
   /** connection id → session ids it subscribed to. */
-  private readonly subscriptions = new Map<string, Set<string>>();
+  private readonly subscriptions = new Subscriptions();
 
   constructor(options: DaemonOptions, private readonly deps: DaemonDeps) {
     this.options = options;
@@ -161,12 +162,12 @@ export class Daemon {
       idleTimeoutMs: o.clientIdleTimeoutMs,
       partialLineTimeoutMs: o.partialLineTimeoutMs,
       drainTimeoutMs: o.shutdownTimeoutMs,
-      keepIdle: (connId) => (this.subscriptions.get(connId)?.size ?? 0) > 0,
+      keepIdle: (connId) => this.subscriptions.follows(connId),
       handlers: buildHandlers(this.api()),
       logger: this.deps.logger,
     });
     this.server.on('disconnect', (conn) => {
-      this.subscriptions.delete(conn.id);
+      this.subscriptions.dropConnection(conn.id);
       this.warm?.forgetConnection(conn.id);
     });
     await this.server.listen();
@@ -346,17 +347,14 @@ export class Daemon {
 
   /** Connections subscribed to a session. */
   private subscriberCount(sessionId: string): number {
-    let n = 0;
-    for (const subs of this.subscriptions.values()) if (subs.has(sessionId)) n++;
-    return n;
+    return this.subscriptions.connectionsOf(sessionId).size;
   }
 
+  /** Push to every connection subscribed to the session (encoded once); how many it reached. */
   private pushTo(sessionId: string, method: string, params: unknown): number {
-    let n = 0;
-    for (const [connId, subs] of this.subscriptions) {
-      if (subs.has(sessionId) && this.server?.notify(connId, method, params)) n++;
-    }
-    return n;
+    const conns = this.subscriptions.connectionsOf(sessionId);
+    if (conns.size === 0 || !this.server) return 0;
+    return this.server.notifyAll([...conns], method, params);
   }
 
   /**
@@ -421,12 +419,10 @@ export class Daemon {
       warm: () => this.warm as WarmService,
       archive: () => new Archive(this.db as Db),
       subscribe: (connId, session) => {
-        let subs = this.subscriptions.get(connId);
-        if (!subs) this.subscriptions.set(connId, (subs = new Set()));
-        subs.add(session.sessionId);
+        this.subscriptions.add(connId, session.sessionId);
         // After the subscribe reply is written: the current plan, or a fresh one, at once.
         setImmediate(() => {
-          if (this.stopping || !this.subscriptions.get(connId)?.has(session.sessionId)) return;
+          if (this.stopping || !this.subscriptions.has(connId, session.sessionId)) return;
           const current = this.sessions?.subscribed(session);
           if (current) this.server?.notify(connId, 'compaction.proposed', current);
         });
@@ -439,7 +435,7 @@ export class Daemon {
         // harvest reads a tailed session's transcript itself: one released from memory is not rebuilt for it
         return this.trackHarvest(target, outcome, connId);
       },
-      subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
+      subscribedSessions: (connId) => this.subscriptions.sessionsOf(connId),
       status: () => this.status(),
       isolated: this.options.socketGroup !== undefined,
     };

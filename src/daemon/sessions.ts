@@ -701,7 +701,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const { plan } = open;
     if (!applied) {
       this.deps.plans.setStatus(planId, 'rejected', reason);
-      this.log.info({ sessionId: s.sessionId, planId, reason }, 'plan rejected by the agent; re-planned only when the session changes');
+      this.decline(s, open.generation, plan.edits, plan.tokensBefore);
+      this.log.info({ sessionId: s.sessionId, planId, reason }, 'plan rejected by the agent; its sections are left out of automatic plans until the zone worsens or the cooldown passes');
       return { headroom: s.model.headroom().headroom };
     }
     if (open.generation !== s.life.generation) {
@@ -717,6 +718,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       throw err;
     }
     const after = s.model.headroom();
+    // What the agent left out of a partial apply it declined (section ids survive the edits applied).
+    this.decline(s, open.generation, plan.edits.filter((e) => !chosen.includes(e)), s.model.tokens());
     const status = chosen.length === plan.edits.length ? 'applied' : 'partially-applied';
     this.deps.plans.setStatus(planId, status, reason);
     s.life.applied({ reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId }, s.model.version);
@@ -726,6 +729,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     );
     this.afterChange(s, 'edit');
     return { headroom: after.headroom };
+  }
+
+  /**
+   * Remember edits the agent declined, and the size of context it kept (the model's own count),
+   * for the session's automatic plans (only edits of the current model: section ids are its own).
+   */
+  private decline(s: LiveSession, generation: number, edits: readonly Plan['edits'][number][], keepTokens: number): void {
+    if (edits.length === 0 || generation !== s.life.generation) return;
+    s.declined.decline(s.model, edits, keepTokens, zoneOf(s.model.headroom(), this.options), this.now());
   }
 
   /**
@@ -999,6 +1011,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const epoch = model.epoch;
     const stale = (): boolean => !this.current(s) || s.life.generation !== generation || model.epoch !== epoch;
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
+    // An automatic plan leaves alone what the agent declined (a manual one is asked for: it may propose anything).
+    const declined = mode === 'manual' ? undefined : s.declined.held(model, zoneOf(model.headroom(), this.options), this.now());
     try {
       const plan = await planCompaction(model, {
         mode,
@@ -1011,6 +1025,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         now: this.now,
         pause,
         signal,
+        ...(declined ? { declined } : {}),
         ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
       }).catch((err: unknown) => {
         if (!signal.aborted && err instanceof ContextdError && err.code === ErrorCode.PLAN_EXPIRED) return undefined;

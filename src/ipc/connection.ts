@@ -121,13 +121,12 @@ export class RpcConnection {
 
   /** Push a notification. False when the connection is gone or was just dropped as too slow. */
   notify(method: string, params: unknown): boolean {
-    let line: string;
-    try {
-      line = JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n';
-    } catch (err) {
-      this.log.error({ connectionId: this.id, method, err }, 'notification could not be encoded');
-      return false;
-    }
+    const line = encodeNotification(method, params, this.log, this.id);
+    return line !== undefined && this.write(line);
+  }
+
+  /** Push a notification already encoded by `encodeNotification` (one encoding for many connections). */
+  notifyEncoded(line: string): boolean {
     return this.write(line);
   }
 
@@ -300,5 +299,15 @@ export class RpcConnection {
     this.socket.write(line);
     if (this.socket.writableLength > this.peakPendingBytes) this.peakPendingBytes = this.socket.writableLength;
     return true;
+  }
+}
+
+/** A notification as one line of JSON, or undefined (logged) when params cannot be encoded. */
+export function encodeNotification(method: string, params: unknown, log: Logger, connectionId?: string): string | undefined {
+  try {
+    return JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n';
+  } catch (err) {
+    log.error({ ...(connectionId !== undefined ? { connectionId } : {}), method, err }, 'notification could not be encoded');
+    return undefined;
   }
 }

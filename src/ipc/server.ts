@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
-import { RpcConnection, type CloseReason, type ConnInfo } from './connection.js';
+import { encodeNotification, RpcConnection, type CloseReason, type ConnInfo } from './connection.js';
 import { Dispatcher } from './dispatch.js';
 import { RpcError, RpcErrorCode } from './errors.js';
 import type { Handler } from './handlers.js';
@@ -364,6 +364,20 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   notify(connectionId: string, method: string, params: unknown): boolean {
     const conn = this.conns.get(connectionId);
     return conn ? conn.notify(method, params) : false;
+  }
+
+  /**
+   * Push one notification to several connections, encoded once (a plan can be large). Returns
+   * how many it reached (gone or too-slow connections are skipped).
+   */
+  notifyAll(connectionIds: readonly string[], method: string, params: unknown): number {
+    const conns = connectionIds.map((id) => this.conns.get(id)).filter((c) => c !== undefined);
+    if (conns.length === 0) return 0;
+    const line = encodeNotification(method, params, this.log);
+    if (line === undefined) return 0;
+    let n = 0;
+    for (const c of conns) if (c.notifyEncoded(line)) n++;
+    return n;
   }
 
   /** Snapshots of the open connections. */
