@@ -69,7 +69,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
     }
     case 'memory': {
       const { benchMemory } = await import('../bench/memory.js');
-      return { ...(await benchMemory()), withPlans: await benchMemory({ plan: true }) };
+      return { ...(await benchMemory()), unscored: await benchMemory({ scored: false }), withPlans: await benchMemory({ plan: true }) };
     }
     case 'proxy': {
       const { benchProxy } = await import('../bench/proxy.js');

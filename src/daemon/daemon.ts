@@ -5,8 +5,9 @@ import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { createSummarizer, type Summarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
-import { Archive, HeadroomLog, PlanLog, TokenCounts, openDb, secureStateDir, type Db } from '../store/index.js';
+import { Archive, DerivedData, HeadroomLog, PlanLog, TokenCounts, openDb, secureStateDir, type Db } from '../store/index.js';
 import { SqliteTokenCountCache } from './token-cache.js';
+import { SqliteDerivedDataCache } from './derived-cache.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
@@ -55,6 +56,7 @@ export class Daemon {
   private readonly startedAt: number;
   private db: Db | undefined;
   private tokenCache: SqliteTokenCountCache | undefined;
+  private derivedCache: SqliteDerivedDataCache | undefined;
   private tailer: Tailer | undefined;
   private server: RpcServer | undefined;
   private sessions: SessionManager | undefined;
@@ -115,12 +117,15 @@ export class Daemon {
     this.db = openDb(dbPath);
     // Counts persist by content hash: a restart on existing transcripts reads them back.
     this.tokenCache = new SqliteTokenCountCache(new TokenCounts(this.db), this.deps.logger);
+    // So do the term stats and fingerprints a plan derives: a cold plan after a restart reads them.
+    this.derivedCache = new SqliteDerivedDataCache(new DerivedData(this.db), this.deps.logger);
     const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
     this.sessions = new SessionManager(o, {
       logger: this.deps.logger,
       tokenCounter,
       tokenCache: this.tokenCache,
+      derivedCache: this.derivedCache,
       summarizer,
       headroomLog: new HeadroomLog(this.db),
       archive: new Archive(this.db),
@@ -265,6 +270,7 @@ export class Daemon {
     // The warm snapshot holds every harvest before the store closes.
     this.warm?.close();
     this.tokenCache?.close();
+    this.derivedCache?.close();
     if (this.db?.open) {
       try {
         this.db.pragma('wal_checkpoint(TRUNCATE)');

@@ -3,6 +3,7 @@ import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
+import type { DerivedDataCache } from '../model/index.js';
 import { applyPlan, archiveEntries, originalsOf, planCompaction, planStanding, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptPrefix, type ReadIdentity } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
@@ -48,6 +49,8 @@ export interface SessionManagerDeps {
   readonly tokenCounter: TokenCounter;
   /** Token counts of messages seen before (SQLite), so a restart does not re-tokenize. */
   readonly tokenCache?: TokenCountCache;
+  /** Term stats and fingerprints of messages analysed before (SQLite), so a cold plan after a restart reads them. */
+  readonly derivedCache?: DerivedDataCache;
   readonly summarizer: Summarizer;
   readonly headroomLog: HeadroomLog;
   readonly archive: Archive;
@@ -795,6 +798,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       sessionId,
       tokenCounter: this.deps.tokenCounter,
       ...(this.deps.tokenCache ? { tokenCache: this.deps.tokenCache } : {}),
+      ...(this.deps.derivedCache ? { derivedCache: this.deps.derivedCache } : {}),
       reserveRatio: this.options.reserveRatio,
       ...(budgetTokens !== undefined ? { budgetTokens } : {}),
     });
