@@ -18,6 +18,10 @@ export interface LatencyOptions {
   /** Sessions × tokens for the RSS figure. */
   readonly rssSessions?: number;
   readonly rssRounds?: number;
+  /** Only the append → plan levels: no RSS or limits part (profiling one level). */
+  readonly latencyOnly?: boolean;
+  /** Another build's dist/src/cli/main.js to run as the daemon (before/after with the same client). */
+  readonly cli?: string;
 }
 
 function waitForPlan(client: ContextdClient, sessionId: string, timeoutMs: number): Promise<WirePlan> {
@@ -36,7 +40,7 @@ function waitForPlan(client: ContextdClient, sessionId: string, timeoutMs: numbe
   });
 }
 
-async function latencyAt(sessionsCount: number, appends: number): Promise<Record<string, unknown>> {
+async function latencyAt(sessionsCount: number, appends: number, cli?: string): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-lat-'));
   const watch = join(dir, 'sessions');
   mkdirSync(watch);
@@ -51,7 +55,7 @@ async function latencyAt(sessionsCount: number, appends: number): Promise<Record
   }
   const config = join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0, logLevel: 'warn' }));
-  const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', join(dir, 'state'), '--budget', String(budget)]);
+  const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', join(dir, 'state'), '--budget', String(budget)], undefined, cli);
   const samples: number[] = [];
   const statusMs: number[] = [];
   let timeouts = 0;
@@ -209,7 +213,8 @@ export async function benchLatency(options: LatencyOptions = {}): Promise<Record
   const levels = options.concurrency ?? [1, 10, 100];
   const appends = options.appendsPerSession ?? 10;
   const latency = [];
-  for (const n of levels) latency.push(await latencyAt(n, n >= 100 ? Math.max(3, Math.floor(appends / 3)) : appends));
+  for (const n of levels) latency.push(await latencyAt(n, n >= 100 ? Math.max(3, Math.floor(appends / 3)) : appends, options.cli));
+  if (options.latencyOnly) return { scenario: 'latency', latency };
   const rss = await rssAt(options.rssSessions ?? 100, options.rssRounds ?? 110);
   const busiest = latency[latency.length - 1] as { statusDuringLoadMs?: unknown } | undefined;
   const limits = { fsEventMs: await fsEventMs(), tokenizerTokensPerSec: tokenizerTokensPerSec() };

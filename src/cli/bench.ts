@@ -23,6 +23,8 @@ interface LoadFlags {
   rate?: string;
   idle?: string;
   cli?: string;
+  trace?: string;
+  levels?: string;
 }
 
 function positive(name: string, v: string | undefined): number | undefined {
@@ -46,6 +48,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
         ...(durationSeconds !== undefined ? { durationSeconds } : {}),
         ...(idleSeconds !== undefined ? { idleSeconds } : {}),
         ...(load.cli !== undefined ? { cli: resolve(load.cli) } : {}),
+        ...(load.trace !== undefined ? { trace: resolve(load.trace) } : {}),
       });
     }
     case 'ingest': {
@@ -55,7 +58,10 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
     }
     case 'latency': {
       const { benchLatency } = await import('../bench/latency.js');
-      return benchLatency();
+      const cli = load.cli !== undefined ? { cli: resolve(load.cli) } : {};
+      if (load.levels === undefined) return benchLatency(cli);
+      const concurrency = load.levels.split(',').map((v) => positive('levels', v.trim()) as number);
+      return benchLatency({ concurrency, latencyOnly: true, ...cli });
     }
     case 'plan': {
       const { benchPlan } = await import('../bench/plan.js');
@@ -102,7 +108,9 @@ export function registerBench(program: Command): void {
     .option('--sessions <n>', 'load: sessions (default 50)')
     .option('--rate <n>', 'load: lines per second per session (default 20)')
     .option('--idle <s>', 'load: seconds idle after the load before RSS is read again (default 20)')
-    .option('--cli <path>', 'load: another build\'s dist/src/cli/main.js to measure (before/after)')
+    .option('--levels <list>', 'latency: only these session counts, comma-separated (e.g. 100), without the RSS and limits parts')
+    .option('--cli <path>', 'load, latency: another build\'s dist/src/cli/main.js to run as the daemon (before/after)')
+    .option('--trace <file>', 'load: write the daemon\'s memory, backlog and plans in flight every 100 ms to FILE (JSON lines)')
     .action(async (scenario: string, flags: { corpus?: string; locomo?: string } & LoadFlags) => {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
       const corpusDir = corpusFolder(flags.corpus) ?? '';

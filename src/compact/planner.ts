@@ -60,6 +60,13 @@ export interface PlanOptions {
    * (appended lines); the plan keeps to the sections it read at the start.
    */
   readonly pause?: () => Promise<void> | undefined;
+  /**
+   * Edits the agent declined (a daemon passes them to its automatic plans): their sections are
+   * not replaced, and the size the context had when it declined (`keepTokens`, the model's own
+   * count) is taken as kept — the target is at least that — so the plan covers only what grew
+   * since and does not compact other sections harder in their place.
+   */
+  readonly declined?: { readonly sectionIds: ReadonlySet<string>; readonly keepTokens: number };
 }
 
 /**
@@ -193,13 +200,53 @@ export function originalsOf(edit: Edit): Pick<CompactableModel, 'messagesOf'> | 
   return bySection ? { messagesOf: (id) => bySection.get(id) ?? [] } : undefined;
 }
 
+/**
+ * `plan` as it stands in `model` now, or undefined when it must not be applied: a section an
+ * edit replaces left the context, or holds other messages than the edit summarized (for an
+ * edit made elsewhere: none). Sections that still stand keep the plan; message ranges are
+ * rebased to where they stand now (the same plan when nothing moved). The one check of a
+ * plan made while the context moved under it (truncated tail, reset, another edit applied).
+ */
+export function planStanding(model: Pick<CompactableModel, 'section' | 'messagesOf'>, plan: Plan): Plan | undefined {
+  let moved = false;
+  const edits: Edit[] = [];
+  for (const e of plan.edits) {
+    const originals = summarizedOriginals.get(e);
+    let start = Number.POSITIVE_INFINITY;
+    let end = Number.NEGATIVE_INFINITY;
+    for (const id of e.replaces) {
+      const section = model.section(id);
+      const now = model.messagesOf(id);
+      if (!section || section.anchor || section.pending || now.length === 0) return undefined;
+      const then = originals?.get(id);
+      if (then && !sameMessages(then, now)) return undefined;
+      start = Math.min(start, section.messageRange.start);
+      end = Math.max(end, section.messageRange.end);
+    }
+    if (start === e.messageRange.start && end === e.messageRange.end) {
+      edits.push(e);
+      continue;
+    }
+    moved = true;
+    const rebased: Edit = { ...e, messageRange: { start, end } };
+    if (originals) summarizedOriginals.set(rebased, originals);
+    edits.push(rebased);
+  }
+  return moved ? { ...plan, edits } : plan;
+}
+
+function sameMessages(a: readonly Message[], b: readonly Message[]): boolean {
+  return a.length === b.length && a.every((m, i) => m === b[i] || (m.id === b[i]?.id && m.text === b[i]?.text));
+}
+
 function planExpired(sessionId: string, why: string): ContextdError {
   return new ContextdError(ErrorCode.PLAN_EXPIRED, `the plan of session "${sessionId}" is stale: ${why} while it was made`, { sessionId });
 }
 
 /**
- * Plan compaction of `model` per `options`. Never mutates the model. Throws PLAN_EXPIRED when
- * sections left the model (its `epoch` moved) while the plan paused: its edits would name them.
+ * Plan compaction of `model` per `options`. Never mutates the model. Throws PLAN_EXPIRED when a
+ * section an edit replaces left the model or changed while the plan paused (`planStanding`);
+ * sections leaving elsewhere (a truncated tail) only rebase its message ranges.
  */
 export async function planCompaction(model: CompactableModel, options: PlanOptions): Promise<Plan> {
   const log = options.logger?.child({ component: 'compact' });
@@ -208,7 +255,7 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   const sessionId = sessionIdOf(model);
   const total = model.budget().total;
   const tokensBefore = model.tokens();
-  const target = targetTokensFor(model, options);
+  const target = Math.max(targetTokensFor(model, options), options.declined?.keepTokens ?? 0);
   const modelVersion = model.version;
   const createdAt = (options.now ?? Date.now)();
   const planId = `p_${fnv1a64(`${sessionId}|${modelVersion}|${options.mode}|${target}|${createdAt}`)}`;
@@ -233,31 +280,39 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   // tokensBefore and modelVersion describe.
   const ctx = detectorContext(model);
   const epoch = model.epoch;
-  const unchanged = (): void => {
-    if (model.epoch !== epoch) throw planExpired(sessionId, 'sections left the context (truncated, reset or replaced)');
-  };
-  // After each pause: a plan whose sections left the model stops at once (no summaries of nothing).
-  const pause = (): Promise<void> | undefined => {
-    const waited = options.pause?.();
-    if (waited) return waited.then(unchanged);
-    unchanged();
-    return undefined;
-  };
+  // Sections may leave the model while it pauses (a socket-fed session truncates its tail on
+  // most requests): an edit reads its sections when it is built and stops the plan if one left
+  // (no summaries of nothing); what it replaced is checked again at the end.
+  const pause = (): Promise<void> | undefined => options.pause?.();
   const candidates: Candidate[] = [];
   for (const d of CRUFT_DETECTORS) {
     await pause();
     candidates.push(...runDetectors(ctx, [d]));
   }
   await pause();
-  const units = buildUnits(ctx.sections, candidates, options.mode === 'soft');
+  const declined = options.declined?.sectionIds;
+  const all = buildUnits(ctx.sections, candidates, options.mode === 'soft');
+  const units = declined && declined.size > 0 ? all.filter((u) => !declined.has(u.section.id)) : all;
   if (units.length === 0) return empty;
   await pause();
   const refs = ReferenceIndex.of(model, model.messages(), ctx.goal);
+  // One signal for every summarizer call of this plan: aborted when the plan fails or is
+  // abandoned (or `options.signal` aborts), so no call outlives it.
+  const calls = new AbortController();
+  const outer = options.signal;
+  const onAbort = (): void => calls.abort(outer?.reason);
+  if (outer?.aborted) onAbort();
+  else outer?.addEventListener('abort', onAbort, { once: true });
   try {
-    const plan = await planUnits(model, { ...options, pause }, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log });
-    unchanged(); // a summarizer's answer awaited last
-    return plan;
+    const plan = await planUnits(model, { ...options, pause, signal: calls.signal }, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log, abort: (why) => calls.abort(why) });
+    if (model.epoch === epoch) return plan;
+    // a summarizer's answer awaited last
+    const standing = planStanding(model, plan);
+    if (!standing) throw planExpired(sessionId, 'a section it replaces left the context or changed');
+    return standing;
   } finally {
+    outer?.removeEventListener('abort', onAbort);
+    if (!calls.signal.aborted) calls.abort(planExpired(sessionId, 'the plan ended'));
     refs.release();
   }
 }
@@ -274,6 +329,8 @@ interface PlanState {
   readonly total: number;
   readonly goal: string;
   readonly log: Logger | undefined;
+  /** Abort every summarizer call of the plan still running (one failed: the plan is given up). */
+  readonly abort: (why: unknown) => void;
 }
 
 /** Selection rounds, summaries and the survival check over the detected units. */
@@ -289,7 +346,7 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   let ratio = compactable > need ? Math.min(0.2 + 0.15 * chat, Math.max(0.03, ((compactable - need) / compactable) * (0.5 + 0.4 * chat))) : 0.03;
   let extra = 0;
   let records: EditRecord[] = [];
-  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, idPrefix: options.idPrefix ?? 'e_', pause: options.pause };
+  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, abort: st.abort, idPrefix: options.idPrefix ?? 'e_', pause: options.pause };
   // Each round selects more (or merges harder, last) when the summaries overshot; the round
   // that meets the target — else the one saving most — wins.
   for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -465,6 +522,7 @@ interface BuildContext {
   readonly goal: string;
   readonly cache: SummaryCache | undefined;
   readonly signal: AbortSignal | undefined;
+  readonly abort: (why: unknown) => void;
   readonly idPrefix: string;
   readonly pause: (() => Promise<void> | undefined) | undefined;
 }
@@ -472,11 +530,12 @@ interface BuildContext {
 async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[], b: BuildContext): Promise<EditRecord[]> {
   const results: EditRecord[] = new Array(runs.length);
   let next = 0;
-  let failed = false;
+  let failure: { readonly err: unknown } | undefined;
   const worker = async (): Promise<void> => {
     try {
       // after one failed (the plan is given up), the others take no new run
-      while (!failed && next < runs.length) {
+      while (!failure && next < runs.length) {
+        b.signal?.throwIfAborted();
         const i = next++;
         const run = runs[i];
         if (!run) continue;
@@ -484,11 +543,16 @@ async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[],
         results[i] = await buildEdit(model, run, b);
       }
     } catch (err) {
-      failed = true;
-      throw err;
+      // the first failure is the plan's; the others' calls are aborted, not left running
+      if (!failure) {
+        failure = { err };
+        b.abort(err);
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));
+  // every worker settled: no call of a given-up plan is still open, no rejection floats
+  await Promise.allSettled(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));
+  if (failure) throw failure.err;
   // an edit that saves nothing leaves its originals in place
   return results.filter((r) => r !== undefined && r.edit.tokensAfter < r.edit.tokensBefore);
 }

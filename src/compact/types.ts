@@ -107,6 +107,7 @@ export interface SummarizeInput {
 
 export interface Summarizer {
   readonly name: string;
+  /** Rejects with `signal`'s reason when it aborts first: the plan gave the summary up. */
   summarize(input: SummarizeInput, signal?: AbortSignal): Promise<string>;
 }
 

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
@@ -17,8 +18,9 @@ import { yieldToEventLoop } from './loop-budget.js';
 import { redactMessages } from '../harvest/index.js';
 import type { LiveSession } from './live-session.js';
 import { buildHandlers } from './handlers.js';
-import type { DaemonApi, DaemonStatus } from './api.js';
+import type { DaemonApi, DaemonStatus, LoadStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
+import { Subscriptions } from './subscriptions.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
 import { WarmService } from './warm-service.js';
 import { ProxyServer } from '../proxy/index.js';
@@ -32,6 +34,14 @@ export interface DaemonDeps {
   readonly now?: () => number;
   readonly tokenCounter?: TokenCounter;
 }
+
+/**
+ * The compacting collection after sessions leave memory runs only once the tailed models still
+ * in memory hold at most this many tokens (about 15 MiB of heap): its pause and its transient
+ * memory grow with what is live, and while a harvest round is still freeing sessions it would
+ * move most of what the next seconds free anyway.
+ */
+export const COLLECT_BELOW_HELD_TOKENS = 500_000;
 
 /**
  * The wiring of contextd: tailer → session models → compaction loop → socket pushes, and
@@ -60,10 +70,15 @@ export class Daemon {
   private readonly harvests = new Set<Promise<unknown>>();
   /** The round of idle harvests under way (one session at a time), if any. */
   private idleHarvests: Promise<void> | undefined;
-  /** One full garbage collection after sessions leave memory, so an idle daemon gives the heap back. */
-  private readonly collector = new IdleCollector();
+  /**
+   * One full garbage collection after sessions leave memory, so an idle daemon gives the heap
+   * back: once the models still held are few (COLLECT_BELOW_HELD_TOKENS).
+   */
+  private readonly collector = new IdleCollector({ worthIt: () => (this.sessions?.heldTokens() ?? 0) <= COLLECT_BELOW_HELD_TOKENS });
+  /** Event-loop delay while running (daemon.status `load`). */
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 5 });
   /** connection id → session ids it subscribed to. */
-  private readonly subscriptions = new Map<string, Set<string>>();
+  private readonly subscriptions = new Subscriptions();
 
   constructor(options: DaemonOptions, private readonly deps: DaemonDeps) {
     this.options = options;
@@ -119,7 +134,7 @@ export class Daemon {
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
       memoryFreed: () => this.collector.request(),
-      tailedInode: (file) => this.tailer?.inodeOf(file),
+      tailedFile: (file) => this.tailer?.readIdentityOf(file),
     });
     this.warm = new WarmService(this.db, {
       logger: this.deps.logger,
@@ -127,7 +142,7 @@ export class Daemon {
       now: this.now,
       stateDir: o.stateDir,
       snapshotDelayMs: o.warmSnapshotDelayMs,
-      tailedInode: (file) => this.tailer?.inodeOf(file),
+      tailedFile: (file) => this.tailer?.readIdentityOf(file),
       ...(o.maxLineBytes !== undefined ? { maxLineBytes: o.maxLineBytes } : {}),
     });
     this.sessions.on('plan', (s, plan) => {
@@ -152,12 +167,12 @@ export class Daemon {
       idleTimeoutMs: o.clientIdleTimeoutMs,
       partialLineTimeoutMs: o.partialLineTimeoutMs,
       drainTimeoutMs: o.shutdownTimeoutMs,
-      keepIdle: (connId) => (this.subscriptions.get(connId)?.size ?? 0) > 0,
+      keepIdle: (connId) => this.subscriptions.follows(connId),
       handlers: buildHandlers(this.api()),
       logger: this.deps.logger,
     });
     this.server.on('disconnect', (conn) => {
-      this.subscriptions.delete(conn.id);
+      this.subscriptions.dropConnection(conn.id);
       this.warm?.forgetConnection(conn.id);
     });
     await this.server.listen();
@@ -177,8 +192,9 @@ export class Daemon {
       followSymlinks: o.followSymlinks,
       formatOverrides: o.formats,
       logger: this.deps.logger,
-      // Read no further while the models have a backlog to apply (first scan of large transcripts).
-      gate: () => this.sessions?.room(),
+      // Read no further while the models have a backlog to apply (first scan of large transcripts),
+      // and, once running, no further of a session with lines waiting or an overdue plan (SessionManager.room).
+      gate: (file) => this.sessions?.room(file),
     });
     this.wireTailer(this.tailer);
     // The first scan re-reads every live transcript: give systemd more time if it is long.
@@ -187,6 +203,7 @@ export class Daemon {
       await this.tailer.start();
       // Ready means every transcript read is in its model (the tailer's batches wait their turn).
       await this.sessions?.settled();
+      this.sessions?.steadyState();
     } finally {
       clearInterval(extend);
     }
@@ -215,6 +232,7 @@ export class Daemon {
     this.idleTimer.unref();
     if (this.stopping) return;
     this.stateValue = 'running';
+    this.loopDelay.enable();
     this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
   }
 
@@ -231,6 +249,7 @@ export class Daemon {
     await this.notifier?.stopping();
     if (this.watchdogTimer) clearInterval(this.watchdogTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
+    this.loopDelay.disable();
     this.collector.cancel();
     // Lines read but not applied are dropped and a read waiting for room goes on: closing the
     // tailer never waits for the backlog (harvests read transcripts themselves).
@@ -267,11 +286,12 @@ export class Daemon {
   /** Apply new options (SIGHUP). Watch list, socket and state dir need a restart. */
   reload(options: DaemonOptions): void {
     void this.notifier?.reloading();
-    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'maxClients', 'clientIdleTimeoutMs', 'partialLineTimeoutMs', 'archive', 'proxy', 'warmSnapshotDelayMs'];
+    const needsRestart: (keyof DaemonOptions)[] = ['socketPath', 'stateDir', 'watch', 'maxLineBytes', 'maxMessageBytes', 'socketGroup', 'summarizer', 'encoding', 'formats', 'followSymlinks', 'archive', 'proxy', 'warmSnapshotDelayMs'];
     const restartNeeded = needsRestart.filter((k) => JSON.stringify(options[k]) !== JSON.stringify(this.options[k]));
     this.options = { ...options, ...Object.fromEntries(restartNeeded.map((k) => [k, this.options[k]])) } as DaemonOptions;
     this.deps.logger.level = options.logLevel;
     this.sessions?.reconfigure(this.options);
+    this.server?.setLimits({ maxClients: this.options.maxClients, idleTimeoutMs: this.options.clientIdleTimeoutMs, partialLineTimeoutMs: this.options.partialLineTimeoutMs });
     void this.notifier?.ready();
     if (restartNeeded.length > 0) this.log.warn({ restartNeeded }, 'some changed settings take effect only after a restart');
     this.log.info({ restartNeeded, reserveRatio: options.reserveRatio, softWatermark: options.softWatermark, budgetTokens: options.budgetTokens ?? null, logLevel: options.logLevel }, 'configuration reloaded');
@@ -334,17 +354,14 @@ export class Daemon {
 
   /** Connections subscribed to a session. */
   private subscriberCount(sessionId: string): number {
-    let n = 0;
-    for (const subs of this.subscriptions.values()) if (subs.has(sessionId)) n++;
-    return n;
+    return this.subscriptions.connectionsOf(sessionId).size;
   }
 
+  /** Push to every connection subscribed to the session (encoded once); how many it reached. */
   private pushTo(sessionId: string, method: string, params: unknown): number {
-    let n = 0;
-    for (const [connId, subs] of this.subscriptions) {
-      if (subs.has(sessionId) && this.server?.notify(connId, method, params)) n++;
-    }
-    return n;
+    const conns = this.subscriptions.connectionsOf(sessionId);
+    if (conns.size === 0 || !this.server) return 0;
+    return this.server.notifyAll([...conns], method, params);
   }
 
   /**
@@ -409,12 +426,10 @@ export class Daemon {
       warm: () => this.warm as WarmService,
       archive: () => new Archive(this.db as Db),
       subscribe: (connId, session) => {
-        let subs = this.subscriptions.get(connId);
-        if (!subs) this.subscriptions.set(connId, (subs = new Set()));
-        subs.add(session.sessionId);
+        this.subscriptions.add(connId, session.sessionId);
         // After the subscribe reply is written: the current plan, or a fresh one, at once.
         setImmediate(() => {
-          if (this.stopping || !this.subscriptions.get(connId)?.has(session.sessionId)) return;
+          if (this.stopping || !this.subscriptions.has(connId, session.sessionId)) return;
           const current = this.sessions?.subscribed(session);
           if (current) this.server?.notify(connId, 'compaction.proposed', current);
         });
@@ -427,7 +442,7 @@ export class Daemon {
         // harvest reads a tailed session's transcript itself: one released from memory is not rebuilt for it
         return this.trackHarvest(target, outcome, connId);
       },
-      subscribedSessions: (connId) => [...(this.subscriptions.get(connId) ?? [])],
+      subscribedSessions: (connId) => this.subscriptions.sessionsOf(connId),
       status: () => this.status(),
       isolated: this.options.socketGroup !== undefined,
     };
@@ -481,7 +496,25 @@ export class Daemon {
           inMemory: s.released === undefined,
         };
       }),
+      load: this.loadStatus(),
       ...(this.proxy && this.options.proxy ? { proxy: this.proxyStatus() } : {}),
+    };
+  }
+
+  /** Memory, backlog and event-loop delay (daemon.status `load`). */
+  private loadStatus(): LoadStatus {
+    const m = process.memoryUsage();
+    const b = this.sessions?.backlog() ?? { queuedBytes: 0, queuedSessions: 0, sessionsInMemory: 0, plansInFlight: 0 };
+    const d = this.loopDelay;
+    const ms = (ns: number): number => Math.round(ns / 1e4) / 100;
+    return {
+      rssBytes: m.rss,
+      heapUsedBytes: m.heapUsed,
+      heapTotalBytes: m.heapTotal,
+      externalBytes: m.external,
+      arrayBuffersBytes: m.arrayBuffers,
+      ...b,
+      eventLoopDelayMs: d.count > 0 ? { p50: ms(d.percentile(50)), p99: ms(d.percentile(99)), max: ms(d.max) } : { p50: 0, p99: 0, max: 0 },
     };
   }
 }

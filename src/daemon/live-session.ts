@@ -6,6 +6,7 @@ import { SummaryCache, type Plan } from '../compact/index.js';
 import type { ProviderFormatName } from '../proxy/index.js';
 import { SessionHistory } from '../harvest/index.js';
 import { SessionLifecycle } from './lifecycle.js';
+import { DeclinedEdits } from './declined-edits.js';
 
 /** What the daemon knows of a conversation through the proxy. */
 export interface ProxiedLink {
@@ -39,6 +40,8 @@ export class LiveSession {
   fed: { ids: readonly string[]; version: number; budgetTokens: number | undefined } | undefined;
   /** Summaries of unchanged sections are reused across re-plans (dropped on release). */
   summaryCache = new SummaryCache();
+  /** Sections whose edits the agent declined: left out of automatic plans for a while. */
+  readonly declined = new DeclinedEdits();
   /** File offset just past the last transcript line applied (tailed sessions). */
   tailOffset: number | undefined;
   /**

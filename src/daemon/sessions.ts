@@ -4,8 +4,8 @@ import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
 import type { DerivedDataCache } from '../model/index.js';
-import { applyPlan, archiveEntries, originalsOf, planCompaction, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
-import { readTranscriptPrefix } from '../ingest/index.js';
+import { applyPlan, archiveEntries, originalsOf, planCompaction, planStanding, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
+import { readTranscriptPrefix, type ReadIdentity } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
@@ -66,11 +66,11 @@ export interface SessionManagerDeps {
   /** A session's model left memory (released or forgotten): the daemon may collect garbage. */
   readonly memoryFreed?: () => void;
   /**
-   * The inode the tailer read a transcript from (Tailer.inodeOf): a released session is rebuilt
+   * What the tailer read of a transcript (Tailer.readIdentityOf): a released session is rebuilt
    * only from that same file (FILE_REPLACED otherwise, as harvest does), never from a file put in
-   * its place before the tailer noticed. Undefined: not checked.
+   * its place or rewritten in place before the tailer noticed. Undefined: not checked.
    */
-  readonly tailedInode?: (file: string) => number | undefined;
+  readonly tailedFile?: (file: string) => ReadIdentity | undefined;
 }
 
 /** Redacts the originals of an edit before they are archived (the same filter the proxy is handed). */
@@ -88,6 +88,16 @@ export const TURN_SLICE_MS = 4;
 export const PLAN_CONCURRENCY = 4;
 /** Bytes of read-but-unapplied transcript above which the tailer waits before reading more. */
 export const INGEST_HIGH_WATER_BYTES = 8 * 1024 * 1024;
+/**
+ * Transcript bytes per token, to count lines read but not applied against the memory budget
+ * (`memory.maxSessionTokens` bounds models and their queued lines together).
+ */
+export const QUEUED_BYTES_PER_TOKEN = 4;
+/**
+ * A reader held at the gate for one session looks again after this long even when nothing woke
+ * it (a safety net: a missed wake-up delays lines, never loses them).
+ */
+const READ_RECHECK_MS = 1_000;
 
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
@@ -116,6 +126,14 @@ export interface SessionManagerEvents {
  * flight at most (lines that arrive meanwhile make one more plan after it: coalesced), and at
  * most maxConcurrentPlans are in flight over all sessions; the others wait in arrival order.
  */
+/** A plan and the model it was made from (its generation and epoch then): what `standing` checks it against. */
+interface Planned {
+  readonly plan: Plan;
+  readonly model: SessionModel;
+  readonly generation: number;
+  readonly epoch: number;
+}
+
 export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly sessions = new Map<string, LiveSession>();
   private readonly byFile = new Map<string, LiveSession>();
@@ -143,6 +161,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly now: () => number;
   private options: LoopOptions;
   private closing = false;
+  /** After the first scan: a session's reads are held while its lines wait or its overdue plan is made (`room`). */
+  private steady = false;
+  /** Readers of a session held at the gate, woken when what held them clears. */
+  private readonly readWaiters = new Map<LiveSession, Set<() => void>>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -217,11 +239,56 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
-   * Resolves when the transcript bytes waiting to be applied fall to the high-water mark
-   * (undefined when they are below it already): the tailer asks before reading more.
+   * The tailer asks before reading more (of `file`): resolves when it may (undefined when it may
+   * at once). Always: once the transcript bytes waiting to be applied, over all sessions, fall to
+   * INGEST_HIGH_WATER_BYTES. After the first scan (`steadyState`) also, for `file`'s session:
+   * once its lines read before were applied (so a session has one read waiting at most, and what
+   * was appended meanwhile is read in one go), its model is rebuilt if it was released, and —
+   * when its model is over its budget — its due plan was made (a session whose plan is overdue
+   * reads no further: its model stays near its budget instead of growing while plans are behind,
+   * and plans of smaller models are faster). Lines held back stay in the transcript, past the
+   * tailer's offset: nothing is lost.
    */
-  room(): Promise<void> | undefined {
+  room(file?: string): Promise<void> | undefined {
+    const s = file !== undefined ? this.byFile.get(file) : undefined;
+    if (s && this.holdsReads(s)) return this.readsReleased(s).then(() => this.room(file));
     return this.queued.below(INGEST_HIGH_WATER_BYTES);
+  }
+
+  /** The first scan is over: hold each session's reads as `room` says. */
+  steadyState(): void {
+    this.steady = true;
+  }
+
+  /** Whether reads of `s`'s transcript wait (see `room`). */
+  private holdsReads(s: LiveSession): boolean {
+    if (!this.steady || this.closing || !this.current(s) || s.fed) return false;
+    if (this.queued.has(s) || s.restoring !== undefined) return true;
+    return (this.planQueue.has(s) || s.life.planning) && !s.released && s.model.headroom().headroom <= 0;
+  }
+
+  /** Resolves when `s`'s reads may go on (`wakeReaders`), or after READ_RECHECK_MS to look again. */
+  private readsReleased(s: LiveSession): Promise<void> {
+    return new Promise((resolve) => {
+      let waiters = this.readWaiters.get(s);
+      if (!waiters) this.readWaiters.set(s, (waiters = new Set()));
+      const list = waiters;
+      const wake = (): void => {
+        clearTimeout(timer);
+        list.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, READ_RECHECK_MS);
+      list.add(wake);
+    });
+  }
+
+  /** What held `s`'s reads may have cleared: its readers look again. */
+  private wakeReaders(s: LiveSession): void {
+    const waiters = this.readWaiters.get(s);
+    if (!waiters) return;
+    this.readWaiters.delete(s);
+    for (const wake of waiters) wake();
   }
 
   /** Resolves once every queued transcript batch has been applied (the daemon's first scan). */
@@ -267,6 +334,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     for (let b = this.queued.shift(s); b; b = this.queued.shift(s)) {
       if (s.fed || !this.current(s)) {
         this.queued.drop(s);
+        this.wakeReaders(s);
         return true;
       }
       try {
@@ -276,7 +344,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
       if (!more()) break;
     }
-    return !this.queued.has(s);
+    if (this.queued.has(s)) return false;
+    this.wakeReaders(s);
+    return true;
   }
 
   private apply(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
@@ -295,6 +365,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.afterChange(s);
   }
 
+  /** What the manager holds and has yet to do (daemon.status `load`). */
+  backlog(): { queuedBytes: number; queuedSessions: number; sessionsInMemory: number; plansInFlight: number } {
+    let inMemory = 0;
+    for (const s of this.sessions.values()) if (s.source === 'transcript' && !s.released) inMemory++;
+    return { queuedBytes: this.queued.bytes, queuedSessions: this.queued.size, sessionsInMemory: inMemory, plansInFlight: this.inFlight.size };
+  }
+
   /** Tokens held by the in-memory models of tailed sessions (what the memory budget bounds). */
   heldTokens(): number {
     let n = 0;
@@ -309,7 +386,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private enforceBudget(keep: LiveSession): void {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
-    if (budget.maxSessionTokens <= 0 || this.heldTokens() <= budget.maxSessionTokens) return;
+    if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queued.bytes / QUEUED_BYTES_PER_TOKEN <= budget.maxSessionTokens) return;
     for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
       const s = this.sessions.get(id);
       if (s) this.release(s, 'memory budget');
@@ -337,23 +414,31 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       .filter((s) => s.source === 'transcript' && !s.released)
       .map((s) => ({
         sessionId: s.sessionId,
-        tokens: s.model.tokens(),
+        // lines read and not applied count too: a release drops them (the rebuild reads them again)
+        tokens: s.model.tokens() + this.queued.bytesOf(s) / QUEUED_BYTES_PER_TOKEN,
         lastActivityAt: s.lastActivityAt,
-        releasable: s !== keep && s.fed === undefined && s.tailOffset !== undefined && s.life.releasable && !this.planQueue.has(s) && !this.queued.has(s) && s.restoring === undefined,
+        // (during the first scan a session's queue may hold all of it: released then, status would show it empty)
+        releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
         subscribed: this.subscribedTo(s),
       }));
   }
 
-  /** Drop a session's model and caches; it keeps its id, tail offset and lifecycle. */
+  /**
+   * Drop a session's model, caches and the lines read for it but not applied yet; it keeps its
+   * id, lifecycle and the offset read up to (the rebuild reads the dropped lines from the
+   * transcript again, and the tailer reads on from where it was: nothing is lost).
+   */
   private release(s: LiveSession, why: 'memory budget' | 'idle'): void {
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
-    s.life.released(s.model.version);
-    s.released = { offset: s.tailOffset ?? 0, headroom };
+    const dropped = this.queued.drop(s);
+    s.life.released(s.model.version, dropped > 0);
+    s.released = { offset: s.queuedOffset ?? s.tailOffset ?? 0, headroom };
     s.model = this.newModel(s.sessionId);
     s.summaryCache = new SummaryCache();
-    this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
+    this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, droppedBatches: dropped, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
+    this.wakeReaders(s);
     this.deps.memoryFreed?.();
   }
 
@@ -365,6 +450,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (s.released) {
       s.restoring ??= this.rebuild(s).finally(() => {
         s.restoring = undefined;
+        this.wakeReaders(s);
       });
       await s.restoring;
     }
@@ -392,12 +478,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const r = s.released;
     if (!r) return;
     // A file replaced before the tailer's reset: FILE_REPLACED (the reset rebuilds it from 0), not the new file's lines as the old session.
-    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedInode?.(s.file));
+    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedFile?.(s.file));
     // Rewritten or forgotten meanwhile: that path started over on its own.
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
     const model = this.newModel(s.sessionId);
     model.applyAll(read.events);
     s.model = model;
+    s.tailOffset = r.offset;
     s.released = undefined;
     s.life.restored(model.version);
     this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length }, 'released session rebuilt from its transcript');
@@ -528,6 +615,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!s || s.fed) return;
     // Batches read before the rewrite describe what is gone.
     this.queued.drop(s);
+    this.wakeReaders(s);
     s.queuedOffset = undefined;
     s.model = this.newModel(sessionId);
     s.released = undefined;
@@ -549,6 +637,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.planWaiting.delete(s);
     this.queued.drop(s);
     this.sessions.delete(sessionId);
+    this.wakeReaders(s);
     this.byFile.delete(s.file);
     // a tailed session no longer names a conversation that is gone (the conversation's own link stays: harvest reads it)
     const linked = s.linkedSession !== undefined ? this.sessions.get(s.linkedSession) : undefined;
@@ -600,9 +689,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     try {
       const made = await work;
       if (!made) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (transcript rewritten or rewound): ask again`, { sessionId });
-      if (dryRun) return { ...made, dryRun: true } as Plan;
-      if (!this.publish(s, made)) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (closed, or planned from a newer model): ask again`, { sessionId });
-      return made;
+      if (dryRun) return { ...made.plan, dryRun: true } as Plan;
+      const published = this.publish(s, made);
+      if (!published) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (closed, rewound, or planned from a newer model): ask again`, { sessionId });
+      return published;
     } finally {
       this.inFlight.delete(work);
       // A plan the pump found due while this one was made was passed over: look again.
@@ -623,7 +713,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const { plan } = open;
     if (!applied) {
       this.deps.plans.setStatus(planId, 'rejected', reason);
-      this.log.info({ sessionId: s.sessionId, planId, reason }, 'plan rejected by the agent; re-planned only when the session changes');
+      this.decline(s, open.generation, plan.edits, plan.tokensBefore);
+      this.log.info({ sessionId: s.sessionId, planId, reason }, 'plan rejected by the agent; its sections are left out of automatic plans until the zone worsens or the cooldown passes');
       return { headroom: s.model.headroom().headroom };
     }
     if (open.generation !== s.life.generation) {
@@ -639,6 +730,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       throw err;
     }
     const after = s.model.headroom();
+    // What the agent left out of a partial apply it declined (section ids survive the edits applied).
+    this.decline(s, open.generation, plan.edits.filter((e) => !chosen.includes(e)), s.model.tokens());
     const status = chosen.length === plan.edits.length ? 'applied' : 'partially-applied';
     this.deps.plans.setStatus(planId, status, reason);
     s.life.applied({ reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId }, s.model.version);
@@ -648,6 +741,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     );
     this.afterChange(s, 'edit');
     return { headroom: after.headroom };
+  }
+
+  /**
+   * Remember edits the agent declined, and the size of context it kept (the model's own count),
+   * for the session's automatic plans (only edits of the current model: section ids are its own).
+   */
+  private decline(s: LiveSession, generation: number, edits: readonly Plan['edits'][number][], keepTokens: number): void {
+    if (edits.length === 0 || generation !== s.life.generation) return;
+    s.declined.decline(s.model, edits, keepTokens, zoneOf(s.model.headroom(), this.options), this.now());
   }
 
   /**
@@ -665,6 +767,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.deferredPlans.clear();
     this.planWaiting.clear();
     this.queued.releaseAll();
+    for (const s of [...this.readWaiters.keys()]) this.wakeReaders(s);
     for (const s of this.sessions.values()) {
       if (s.planTimer) clearTimeout(s.planTimer);
       s.planTimer = undefined;
@@ -830,6 +933,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.planWaiting.delete(s);
     this.planQueue.delete(s);
     this.deferredPlans.delete(s);
+    this.wakeReaders(s); // held for this plan: it starts now (reads stay held while it runs) or is not due
     // Decide again: the session may have changed while it waited.
     const zone = zoneOf(s.model.headroom(), this.options);
     const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
@@ -862,13 +966,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   private async runPlan(s: LiveSession, mode: PlanMode, advisory: boolean): Promise<void> {
     try {
-      const plan = await this.makePlan(s, mode, undefined, false, advisory);
-      if (!plan) return;
-      if (plan.edits.length === 0) {
-        this.log.info({ sessionId: s.sessionId, mode, headroom: plan.headroomBefore }, 'nothing to compact');
+      const made = await this.makePlan(s, mode, undefined, false, advisory);
+      if (!made) return;
+      if (made.plan.edits.length === 0) {
+        this.log.info({ sessionId: s.sessionId, mode, headroom: made.plan.headroomBefore }, 'nothing to compact');
         return;
       }
-      this.publish(s, plan);
+      this.publish(s, made);
     } catch (err) {
       if (this.stopping.signal.aborted) this.log.info({ sessionId: s.sessionId, mode }, 'plan abandoned: contextd is shutting down');
       else this.log.error({ sessionId: s.sessionId, mode, err: describeError(err), code: (err as ContextdError).code }, 'planning failed; will retry when the session changes');
@@ -894,17 +998,18 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * it read left the context (truncated, reset, an edit applied). A plan that is not a dry run
    * is the session's `planInFlight` until it settles.
    */
-  private makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
+  private makePlan(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Planned | undefined> {
     const work = this.planFrom(s, mode, targetHeadroom, dryRun, advisory);
     if (dryRun) return work;
-    const tracked: Promise<Plan | undefined> = work.finally(() => {
+    const tracked: Promise<Planned | undefined> = work.finally(() => {
       if (s.planInFlight === tracked) s.planInFlight = undefined;
+      this.wakeReaders(s);
     });
     s.planInFlight = tracked;
     return tracked;
   }
 
-  private async planFrom(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Plan | undefined> {
+  private async planFrom(s: LiveSession, mode: PlanMode, targetHeadroom: number | undefined, dryRun: boolean, advisory: boolean): Promise<Planned | undefined> {
     const model = s.model;
     const w = this.budget.worker();
     const slice = w.hook();
@@ -914,11 +1019,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       if (signal.aborted) return Promise.reject(signal.reason as Error);
       return slice();
     };
-    const generation = s.life.generation;
-    // Moves when sections leave the model (truncate, reset, an ack applied): the plan is stale then.
-    const epoch = model.epoch;
-    const stale = (): boolean => !this.current(s) || s.life.generation !== generation || model.epoch !== epoch;
+    const basis = { model, generation: s.life.generation, epoch: model.epoch };
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
+    // An automatic plan leaves alone what the agent declined (a manual one is asked for: it may propose anything).
+    const declined = mode === 'manual' ? undefined : s.declined.held(model, zoneOf(model.headroom(), this.options), this.now());
     try {
       const plan = await planCompaction(model, {
         mode,
@@ -931,6 +1035,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         now: this.now,
         pause,
         signal,
+        ...(declined ? { declined } : {}),
         ...(targetHeadroom !== undefined ? { targetHeadroom } : {}),
       }).catch((err: unknown) => {
         if (!signal.aborted && err instanceof ContextdError && err.code === ErrorCode.PLAN_EXPIRED) return undefined;
@@ -940,18 +1045,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         this.log.info({ sessionId: s.sessionId }, 'plan dropped: sections it replaces left the context while it was made');
         return undefined;
       }
-      if (stale()) {
-        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed, rebuilt or rewound while it was made');
-        return undefined;
-      }
-      // Lines applied while it was made may have rewound the context past what it replaces.
-      if (!plan.edits.every((e) => e.replaces.every((id) => model.messagesOf(id).length > 0))) {
-        this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: sections it replaces left the context while it was made');
-        return undefined;
-      }
+      const made = this.standing(s, { ...basis, plan }, 'it was made');
+      if (!made) return undefined;
       // Originals go to the archive before anyone can apply the plan: nothing is lost.
-      if (plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, plan, stale, pause))) return undefined;
-      return plan;
+      if (made.plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, made, pause))) return undefined;
+      return made;
     } finally {
       w.done();
       if (!dryRun) s.life.planFinished();
@@ -963,7 +1061,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * read again: it may have moved on). False, with nothing stored, when an edit has no originals
    * to archive or the plan went `stale` meanwhile: the plan must be dropped.
    */
-  private async archiveOriginals(s: LiveSession, plan: Plan, stale: () => boolean, pause: () => Promise<void> | undefined): Promise<boolean> {
+  private async archiveOriginals(s: LiveSession, made: Planned, pause: () => Promise<void> | undefined): Promise<boolean> {
+    const { plan } = made;
     const at = { sessionId: s.sessionId, planId: plan.planId, createdAt: plan.createdAt };
     const sources = plan.edits.map((e) => {
       const source = originalsOf(e);
@@ -989,10 +1088,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     const relinked = archiveEntries({ messagesOf: () => [] }, plan.edits.filter((e) => known.has(e.handle)), at).map((e) => ({ ...e, redactions: [] }));
     const entries = [...fresh, ...relinked];
-    if (stale()) {
-      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed, rebuilt or rewound while its originals were archived');
-      return false;
-    }
+    if (!this.standing(s, made, 'its originals were archived')) return false;
     this.deps.archive.putMany(entries);
     const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);
     if (redacted > 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId, redacted }, 'secrets redacted from archived originals');
@@ -1000,18 +1096,38 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
-   * Propose a plan made of `s`: stored, logged and emitted for the daemon to push. False when it
-   * must not be: the session is gone, or an open plan was made from a newer model (an older plan
-   * never supersedes it).
+   * `made` as it stands in `s` now (message ranges rebased when the context moved under it), or
+   * undefined — logged as dropped while `during` — when it must not be archived or published:
+   * the session was closed or rebuilt, or a section an edit replaces left the context or changed
+   * (`planStanding`). A truncated tail, an append or an edit elsewhere keep it. The one check,
+   * made after planning, before archiving and right before publishing.
    */
-  private publish(s: LiveSession, plan: Plan): boolean {
-    if (!this.current(s)) {
-      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'plan dropped: the session was closed while it was made');
-      return false;
+  private standing(s: LiveSession, made: Planned, during: string): Planned | undefined {
+    const { plan, model } = made;
+    if (!this.current(s) || s.model !== model || s.life.generation !== made.generation) {
+      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, `plan dropped: the session was closed or rebuilt while ${during}`);
+      return undefined;
     }
+    if (model.epoch === made.epoch) return made;
+    const rebased = planStanding(model, plan);
+    if (!rebased) {
+      this.log.info({ sessionId: s.sessionId, planId: plan.planId }, `plan dropped: sections it replaces left the context or changed while ${during}`);
+      return undefined;
+    }
+    return { ...made, plan: rebased, epoch: model.epoch };
+  }
+
+  /**
+   * Propose a plan made of `s`: stored, logged and emitted for the daemon to push. Undefined when
+   * it must not be: it no longer stands (`standing`), or an open plan was made from a newer model
+   * (an older plan never supersedes it).
+   */
+  private publish(s: LiveSession, made: Planned): Plan | undefined {
+    const plan = this.standing(s, made, 'it was archived')?.plan;
+    if (!plan) return undefined;
     if (s.life.hasNewerThan(plan)) {
       this.log.info({ sessionId: s.sessionId, planId: plan.planId, modelVersion: plan.modelVersion }, 'plan dropped: a plan of a newer model is open');
-      return false;
+      return undefined;
     }
     const pushed = this.subscribedTo(s);
     this.expire(s.sessionId, s.life.propose(plan, pushed), 'superseded by a newer plan');
@@ -1034,7 +1150,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       'compaction planned',
     );
     this.emit('plan', s, plan);
-    return true;
+    return plan;
   }
 
   private expire(sessionId: string, planIds: readonly string[], why: string): void {

@@ -1,5 +1,6 @@
 import { harvestSession, loadTranscriptPrefix, type LoadedSession } from '../harvest/index.js';
 import type { TranscriptFormat } from '../ingest/types.js';
+import type { ReadIdentity } from '../ingest/decoder.js';
 import { redactSync } from '../harvest/redact.js';
 import { bootstrap, DEFAULT_BOOTSTRAP_BUDGET, recordOutcome, type BootstrapResult } from '../warm/index.js';
 import { refreshWarmSnapshot, WarmSnapshotWriter } from '../warm/snapshot.js';
@@ -19,8 +20,8 @@ export interface WarmServiceDeps {
   readonly maxLineBytes?: number;
   /** Longest wait between a template change and the snapshot write holding it (default 2 s; 0 = at once). */
   readonly snapshotDelayMs?: number;
-  /** The inode the tailer read a transcript from, so a harvest never reads a file that replaced it. */
-  readonly tailedInode?: (file: string) => number | undefined;
+  /** What the tailer read of a transcript, so a harvest never reads a file that replaced it or was rewritten in place. */
+  readonly tailedFile?: (file: string) => ReadIdentity | undefined;
 }
 
 /**
@@ -86,7 +87,7 @@ export class WarmService {
   private source(s: LiveSession): Promise<LoadedSession> {
     if (!s.harvestsFromTranscript) return Promise.resolve(s.history.snapshot(s.sessionId));
     // A file replaced after the tailer's last read, before its reset: FILE_REPLACED, not the new file's lines.
-    return loadTranscriptPrefix(s.file, s.sessionId, s.format as TranscriptFormat, s.harvestEndOffset(), this.deps.maxLineBytes, this.deps.tailedInode?.(s.file));
+    return loadTranscriptPrefix(s.file, s.sessionId, s.format as TranscriptFormat, s.harvestEndOffset(), this.deps.maxLineBytes, this.deps.tailedFile?.(s.file));
   }
 
   /** Templates a connection was given by warm.bootstrap. */

@@ -5,7 +5,7 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { TranscriptDecoder, readTranscriptPrefix } from '../ingest/decoder.js';
+import { TranscriptDecoder, readTranscriptPrefix, type ReadIdentity } from '../ingest/decoder.js';
 import type { TranscriptFormat } from '../ingest/types.js';
 import { sessionIdForFile } from '../ingest/session-id.js';
 import type { Message, SessionMeta, TranscriptEvent } from '../model/messages.js';
@@ -94,12 +94,12 @@ export async function loadTranscript(path: string): Promise<LoadedSession> {
  * applied, compacted-away originals included. The daemon keeps no copy of a tailed session's
  * messages; the transcript on disk is that copy. Nothing read yet (offset 0) is an empty
  * session; an unreadable file throws the tailer's own coded errors (FILE_*, NOTHING_READ), and a
- * file replaced since the tailer read it (`expectInode`, the inode it read) FILE_REPLACED: the
+ * file replaced or rewritten since the tailer read it (`expect`, what it read) FILE_REPLACED: the
  * tailer resets the session when it sees the new file, which is then a session of its own.
  */
-export async function loadTranscriptPrefix(path: string, sessionId: string, format: TranscriptFormat, endOffset: number, maxLineBytes?: number, expectInode?: number): Promise<LoadedSession> {
+export async function loadTranscriptPrefix(path: string, sessionId: string, format: TranscriptFormat, endOffset: number, maxLineBytes?: number, expect?: ReadIdentity): Promise<LoadedSession> {
   if (endOffset <= 0) return sessionFromEvents(sessionId, []);
-  const read = await readTranscriptPrefix(path, format, endOffset, maxLineBytes, expectInode);
+  const read = await readTranscriptPrefix(path, format, endOffset, maxLineBytes, expect);
   return sessionFromEvents(sessionId, read.events);
 }
 

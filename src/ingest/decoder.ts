@@ -8,7 +8,7 @@
  * as oversized and skipped (the framer stays in sync).
  */
 import { createReadStream, type ReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { LineFramer } from '../util/framer.js';
 import { ContextdError, ErrorCode, fileError } from '../util/errors.js';
 import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js';
@@ -177,10 +177,17 @@ export interface ReadTranscriptOptions {
   /** Read only the bytes before this offset (a line boundary the tailer committed). */
   readonly endOffset?: number;
   /**
-   * The inode of the file that was read to `endOffset`: when the file under `path` is another
-   * one now (replaced or rotated), FILE_REPLACED is thrown instead of reading it.
+   * The file that was read to `endOffset`: when the file under `path` is another one now
+   * (replaced or rotated: another inode) or was rewritten in place (the bytes the tailer read
+   * last differ), FILE_REPLACED is thrown instead of reading it.
    */
-  readonly expectInode?: number | undefined;
+  readonly expect?: ReadIdentity | undefined;
+}
+
+/** What a tailer read of a file: its inode, and the last bytes it read (`tail`, ending at offset `at`). */
+export interface ReadIdentity {
+  readonly ino: number;
+  readonly tail?: { readonly at: number; readonly bytes: Buffer } | undefined;
 }
 
 /**
@@ -195,7 +202,7 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
   let lastByte = -1;
   if (options.endOffset === 0) throw new ContextdError(ErrorCode.NOTHING_READ, `no transcript line could be parsed in ${path}`, { path, bytes: 0 });
   const streamOptions = { highWaterMark: options.chunkBytes ?? 1024 * 1024, ...(options.endOffset !== undefined ? { end: options.endOffset - 1 } : {}) };
-  const stream = options.expectInode === undefined ? createReadStream(path, streamOptions) : await openSameFile(path, options.expectInode, streamOptions);
+  const stream = options.expect === undefined ? createReadStream(path, streamOptions) : await openSameFile(path, options.expect, streamOptions);
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       bytes += chunk.length;
@@ -217,8 +224,9 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
   return { format: decoder.format, events, counts: { ...c }, bytes };
 }
 
-/** A stream of `path` when it is still the file of inode `ino` (checked on the open descriptor it reads). */
-async function openSameFile(path: string, ino: number, options: { highWaterMark: number; end?: number }): Promise<ReadStream> {
+/** A stream of `path` when it is still the file `expect` describes (checked on the open descriptor it reads). */
+async function openSameFile(path: string, expect: ReadIdentity, options: { highWaterMark: number; end?: number }): Promise<ReadStream> {
+  const { ino, tail } = expect;
   let fh;
   try {
     fh = await open(path, 'r');
@@ -236,15 +244,36 @@ async function openSameFile(path: string, ino: number, options: { highWaterMark:
     await fh.close();
     throw new ContextdError(ErrorCode.FILE_REPLACED, `${path} was replaced since it was read (another file under its name)`, { path, inode: now, expected: ino });
   }
+  // Truncated and rewritten in place keeps the inode: the bytes read last must still be there.
+  let same = true;
+  try {
+    if (tail && tail.bytes.length > 0) same = await holdsAt(fh, tail.bytes, tail.at - tail.bytes.length);
+  } catch (err) {
+    await fh.close();
+    throw fileError(path, err);
+  }
+  if (!same && tail) {
+    await fh.close();
+    throw new ContextdError(ErrorCode.FILE_REPLACED, `${path} was rewritten since it was read (its content before offset ${tail.at} changed)`, { path, inode: now, offset: tail.at });
+  }
   return fh.createReadStream(options);
+}
+
+/** Whether `fh` holds `bytes` at `position`. */
+async function holdsAt(fh: FileHandle, bytes: Buffer, position: number): Promise<boolean> {
+  if (position < 0) return false;
+  const buf = Buffer.alloc(bytes.length);
+  const { bytesRead } = await fh.read(buf, 0, bytes.length, position);
+  return bytesRead === bytes.length && buf.equals(bytes);
 }
 
 /**
  * The part of a tailed transcript the tailer applied: the lines before `endOffset` (a line
  * boundary it committed), decoded as the tailer's `format` with its line limit (`maxLineBytes`,
  * default when undefined). What a released session is rebuilt from and a live session harvested from.
- * `expectInode`: the inode the tailer read (FILE_REPLACED when the path names another file now).
+ * `expect`: what the tailer read of it (FILE_REPLACED when the path names another file now, or
+ * the file was rewritten in place).
  */
-export function readTranscriptPrefix(path: string, format: TranscriptFormat, endOffset: number, maxLineBytes: number | undefined, expectInode?: number): Promise<TranscriptFile> {
-  return readTranscriptFile(path, { format, endOffset, maxLineBytes, expectInode });
+export function readTranscriptPrefix(path: string, format: TranscriptFormat, endOffset: number, maxLineBytes: number | undefined, expect?: ReadIdentity): Promise<TranscriptFile> {
+  return readTranscriptFile(path, { format, endOffset, maxLineBytes, expect });
 }

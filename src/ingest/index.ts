@@ -17,6 +17,7 @@ export {
   type TranscriptDecoderOptions,
   type TranscriptFile,
   type ReadTranscriptOptions,
+  type ReadIdentity,
 } from './decoder.js';
 export {
   Tailer,

@@ -27,7 +27,7 @@ import { join, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { RateLimitedLog } from '../util/log-limit.js';
-import { TranscriptDecoder, type LineError } from './decoder.js';
+import { TranscriptDecoder, type LineError, type ReadIdentity } from './decoder.js';
 import { ReadBuffers } from './read-buffers.js';
 import { RootPresence } from './root-presence.js';
 import { pathSessionId, sessionIdFor } from './session-id.js';
@@ -167,9 +167,15 @@ export class Tailer extends EventEmitter<TailerEvents> {
     return this.closing;
   }
 
-  /** The inode of the file the tailer has been reading under `file` (undefined: not read yet, or not tailed). */
-  inodeOf(file: string): number | undefined {
-    return this.files.get(file)?.ino;
+  /**
+   * What the tailer has read of `file`: its inode and the bytes it read last (undefined: not
+   * read yet, or not tailed). A read of it later checks both (`readTranscriptPrefix`): a file
+   * replaced, or truncated and rewritten in place, is not the one read.
+   */
+  readIdentityOf(file: string): ReadIdentity | undefined {
+    const st = this.files.get(file);
+    if (st?.ino === undefined) return undefined;
+    return { ino: st.ino, tail: { at: st.readPos, bytes: Buffer.from(st.tail.subarray(0, st.tailLength)) } };
   }
 
   /** Per-file offsets, counts and inodes. */
@@ -581,7 +587,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     let size = s.size;
     let first = true;
     while (this.active && !st.gone) {
-      const wait = this.options.gate?.();
+      const wait = this.options.gate?.(st.file);
       if (wait) await wait;
       if (!this.active || st.gone) break;
       // The first read starts FINGERPRINT_BYTES early: the bytes before the offset must still be ours.

@@ -65,7 +65,7 @@ export class RpcConnection {
     id: string,
     private readonly socket: Socket,
     private readonly dispatcher: Dispatcher,
-    private readonly limits: ConnectionLimits,
+    private limits: ConnectionLimits,
     private readonly log: Logger,
     onClose: (conn: RpcConnection, reason: CloseReason) => void,
     now: number,
@@ -121,13 +121,12 @@ export class RpcConnection {
 
   /** Push a notification. False when the connection is gone or was just dropped as too slow. */
   notify(method: string, params: unknown): boolean {
-    let line: string;
-    try {
-      line = JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n';
-    } catch (err) {
-      this.log.error({ connectionId: this.id, method, err }, 'notification could not be encoded');
-      return false;
-    }
+    const line = encodeNotification(method, params, this.log, this.id);
+    return line !== undefined && this.write(line);
+  }
+
+  /** Push a notification already encoded by `encodeNotification` (one encoding for many connections). */
+  notifyEncoded(line: string): boolean {
     return this.write(line);
   }
 
@@ -169,6 +168,17 @@ export class RpcConnection {
       }
       this.drained = done;
     });
+  }
+
+  /**
+   * New idle and partial-line limits (a config reload): in force at once, the idle time counted
+   * from the last input as before.
+   */
+  setTimeouts(timeouts: Pick<ConnectionLimits, 'idleTimeoutMs' | 'partialLineTimeoutMs'>): void {
+    this.limits = { ...this.limits, ...timeouts };
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = undefined;
+    if (!this.closed) this.armWatchdog();
   }
 
   /** One timer per connection checks the idle and partial-line limits. */
@@ -300,5 +310,15 @@ export class RpcConnection {
     this.socket.write(line);
     if (this.socket.writableLength > this.peakPendingBytes) this.peakPendingBytes = this.socket.writableLength;
     return true;
+  }
+}
+
+/** A notification as one line of JSON, or undefined (logged) when params cannot be encoded. */
+export function encodeNotification(method: string, params: unknown, log: Logger, connectionId?: string): string | undefined {
+  try {
+    return JSON.stringify({ jsonrpc: '2.0', method, params }) + '\n';
+  } catch (err) {
+    log.error({ ...(connectionId !== undefined ? { connectionId } : {}), method, err }, 'notification could not be encoded');
+    return undefined;
   }
 }

@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
-import { RpcConnection, type CloseReason, type ConnInfo } from './connection.js';
+import { encodeNotification, RpcConnection, type CloseReason, type ConnInfo } from './connection.js';
 import { Dispatcher } from './dispatch.js';
 import { RpcError, RpcErrorCode } from './errors.js';
 import type { Handler } from './handlers.js';
@@ -163,7 +163,7 @@ async function probeSocket(socketPath: string, timeoutMs = 1000): Promise<'live'
 
 /** JSON-RPC 2.0 over a Unix socket, one JSON object per line. */
 export class RpcServer extends EventEmitter<RpcServerEvents> {
-  readonly options: ResolvedRpcServerOptions;
+  private resolved: ResolvedRpcServerOptions;
   private readonly log: Logger;
   private readonly dispatcher: Dispatcher;
   private readonly server: net.Server;
@@ -176,9 +176,27 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   private closing: Promise<void> | undefined;
   private ownedFile: { path: string; ino: number; dev: number } | undefined;
 
+  /** The options in force (validated). */
+  get options(): ResolvedRpcServerOptions {
+    return this.resolved;
+  }
+
+  /**
+   * Limits a config reload changes (SIGHUP), validated as at start: new connections and the open
+   * ones get the new timeouts at once; a lower `maxClients` refuses new connections until enough
+   * close, and closes none that are open.
+   */
+  setLimits(limits: Pick<RpcServerOptions, 'maxClients' | 'idleTimeoutMs' | 'partialLineTimeoutMs'>): void {
+    const maxClients = positiveInt('maxClients', limits.maxClients, this.resolved.maxClients);
+    const idleTimeoutMs = durationMs('idleTimeoutMs', limits.idleTimeoutMs, this.resolved.idleTimeoutMs);
+    const partialLineTimeoutMs = durationMs('partialLineTimeoutMs', limits.partialLineTimeoutMs, this.resolved.partialLineTimeoutMs);
+    this.resolved = Object.freeze({ ...this.resolved, maxClients, idleTimeoutMs, partialLineTimeoutMs });
+    for (const c of this.conns.values()) c.setTimeouts({ idleTimeoutMs, partialLineTimeoutMs });
+  }
+
   constructor(options: RpcServerOptions) {
     super();
-    this.options = resolveServerOptions(options);
+    this.resolved = resolveServerOptions(options);
     this.log = this.options.logger;
     this.dispatcher = new Dispatcher({
       handlers: this.options.handlers,
@@ -364,6 +382,20 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   notify(connectionId: string, method: string, params: unknown): boolean {
     const conn = this.conns.get(connectionId);
     return conn ? conn.notify(method, params) : false;
+  }
+
+  /**
+   * Push one notification to several connections, encoded once (a plan can be large). Returns
+   * how many it reached (gone or too-slow connections are skipped).
+   */
+  notifyAll(connectionIds: readonly string[], method: string, params: unknown): number {
+    const conns = connectionIds.map((id) => this.conns.get(id)).filter((c) => c !== undefined);
+    if (conns.length === 0) return 0;
+    const line = encodeNotification(method, params, this.log);
+    if (line === undefined) return 0;
+    let n = 0;
+    for (const c of conns) if (c.notifyEncoded(line)) n++;
+    return n;
   }
 
   /** Snapshots of the open connections. */

@@ -13,7 +13,7 @@ import { messageContentKey, type Message } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { SUMMARY_ID_PREFIX } from '../model/index.js';
-import { applyPlan, archiveEntries, planCompaction, redactEntries, SummaryCache, type CompactableModel, type Plan, type Summarizer } from '../compact/index.js';
+import { applyPlan, archiveEntries, originalsOf, planCompaction, redactEntries, SummaryCache, type CompactableModel, type Plan, type Summarizer } from '../compact/index.js';
 import type { Logger } from '../util/logger.js';
 import { describeError } from '../util/errors.js';
 import { canonicalJson, type ItemEdit, type JsonObject, type ParsedRequest, type ProviderFormat, type ProviderFormatName } from './request.js';
@@ -242,7 +242,16 @@ export class Conversation {
       else this.log.info({ tokens: model.tokens(), total: model.budget().total, targetHeadroom: targetHeadroom ?? null }, 'compaction asked for but nothing can be compacted');
       return undefined;
     }
-    const raw = archiveEntries(model, edits, { sessionId: this.id, planId: plan.planId, createdAt: plan.createdAt });
+    // What each edit summarized and its handle names (the planner's `originalsOf`), never the
+    // model read again: the daemon archives the same way.
+    const at = { sessionId: this.id, planId: plan.planId, createdAt: plan.createdAt };
+    const sources = edits.map((e) => ({ e, source: originalsOf(e) }));
+    const hollow = sources.filter(({ e, source }) => !source || e.replaces.some((id) => source.messagesOf(id).length === 0)).map(({ e }) => e.editId);
+    if (hollow.length > 0) {
+      this.log.error({ planId: plan.planId, editIds: hollow }, 'edits with no originals to archive: plan not applied');
+      return undefined;
+    }
+    const raw = sources.flatMap(({ e, source }) => (source ? archiveEntries(source, [e], at) : []));
     const originals = new Map(raw.map((e) => [e.editId, e.messages]));
     const chosen: Plan = { ...plan, edits };
     try {

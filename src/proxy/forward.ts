@@ -4,7 +4,7 @@
  * become what a provider would send: before any response header a provider-shaped 502/504;
  * after, the connection to the agent is cut, as a provider reset would cut it.
  */
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, type OutgoingHttpHeaders } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { sendError, type Provider } from './errors.js';
 
@@ -74,7 +74,8 @@ export function forward(o: ForwardOptions, res: ServerResponse): Promise<Forward
       resolve({ status, outcome, bytes, firstByteMs });
     };
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const upReq = send(url, { method: o.method, headers: upstreamHeaders(o.headers, url.host, o.body.length) });
+    let upReq = send(url, { method: o.method, headers: upstreamHeaders(o.headers, url.host, o.body.length) });
+    let retries = 0;
     const headersTimer = setTimeout(() => {
       upReq.destroy();
       sendError(res, o.provider, 'timeout', `contextd proxy: upstream ${url.host} sent no response within ${o.upstreamTimeoutMs} ms`);
@@ -88,9 +89,18 @@ export function forward(o: ForwardOptions, res: ServerResponse): Promise<Forward
         done('client-gone');
       }
     });
-    upReq.on('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(headersTimer);
+    const onError = (err: NodeJS.ErrnoException): void => {
       if (settled) return;
+      // A kept-alive connection the upstream closed as this request went out on it (its idle
+      // timeout ran out meanwhile): reset before any answer, so sent again on a new connection
+      // rather than answered with a 502 the agent would retry anyway.
+      if (isStaleConnection(upReq, err) && retries < MAX_STALE_RETRIES && !res.headersSent) {
+        retries++;
+        upReq = send(url, { method: o.method, headers: upstreamHeaders(o.headers, url.host, o.body.length) });
+        wire();
+        return;
+      }
+      clearTimeout(headersTimer);
       if (res.headersSent) {
         res.destroy();
         done('upstream-reset');
@@ -98,8 +108,8 @@ export function forward(o: ForwardOptions, res: ServerResponse): Promise<Forward
       }
       sendError(res, o.provider, 'unreachable', `contextd proxy: upstream ${url.host} failed: ${err.code ?? err.message}`);
       done('unreachable');
-    });
-    upReq.on('response', (up) => {
+    };
+    const onResponse = (up: IncomingMessage): void => {
       clearTimeout(headersTimer);
       status = up.statusCode;
       res.writeHead(up.statusCode ?? 502, up.statusMessage, responseHeaders(up));
@@ -128,7 +138,20 @@ export function forward(o: ForwardOptions, res: ServerResponse): Promise<Forward
         res.destroy();
         done('upstream-reset');
       });
-    });
-    upReq.end(o.body);
+    };
+    const wire = (): void => {
+      upReq.on('error', onError);
+      upReq.on('response', onResponse);
+      upReq.end(o.body);
+    };
+    wire();
   });
+}
+
+/** Sends of one request again when each went out on a kept-alive connection the upstream had just closed. */
+const MAX_STALE_RETRIES = 2;
+
+/** Whether `err` is a reused keep-alive connection reset before any answer (Node's documented retry case). */
+function isStaleConnection(req: ClientRequest, err: NodeJS.ErrnoException): boolean {
+  return req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
 }

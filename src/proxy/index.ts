@@ -15,4 +15,4 @@ export { openaiResponsesFormat } from './formats/openai-responses.js';
 export { sessionHint, sessionFromUserId } from './match.js';
 export { errorBody, PROXY_ERRORS } from './errors.js';
 export type { ProviderFormat, ParsedRequest, RequestItem, ItemEdit, ProviderFormatName } from './request.js';
-export type { ArchiveSink, ArchiveEntry, OriginalsFilter } from './types.js';
+export type { ArchiveSink, OriginalsFilter } from './types.js';

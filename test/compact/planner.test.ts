@@ -182,6 +182,25 @@ describe('planCompaction while the model changes (a daemon pauses it between ste
     }
   });
 
+  it('a truncated tail while it pauses does not expire it: its edits name sections that still stand, where they stand', async () => {
+    const { model } = overfull();
+    const ids = model.messages().map((m) => m.id);
+    let n = 0;
+    const pause = (): undefined => {
+      if (++n === 2) model.apply({ type: 'truncate', keepThroughId: ids[ids.length - 3] ?? '', reason: 'the agent replaced its ephemeral tail' });
+      return undefined;
+    };
+    const epoch = model.epoch;
+    const plan = await planCompaction(model, { mode: 'reserve', now: fixedNow, pause });
+    expect(model.epoch).toBeGreaterThan(epoch);
+    expect(plan.edits.length).toBeGreaterThan(0);
+    const live = model.messages().map((m) => m.id);
+    for (const e of plan.edits) {
+      expect(live.slice(e.messageRange.start, e.messageRange.end + 1)).toEqual(e.replaces.flatMap((id) => model.messagesOf(id).map((m) => m.id)));
+      expect(originalsOf(e)).toBeDefined();
+    }
+  });
+
   it('an append while it pauses does not expire it: its numbers are those of the model it read', async () => {
     const { model } = overfull();
     const version = model.version;

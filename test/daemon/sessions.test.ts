@@ -10,9 +10,10 @@ import { SessionManager, type ArchiveFilter } from '../../src/daemon/sessions.js
 import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
-import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
+import { createOpenAIChatAdapter, normalizeOpenAIMessages } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
+import type { ReadIdentity } from '../../src/ingest/index.js';
 import { redactMessages } from '../../src/harvest/index.js';
 import { zoneOf, type MemoryBudget } from '../../src/daemon/lifecycle.js';
 
@@ -28,7 +29,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedInode?: (file: string) => number | undefined } = {}) {
+function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -42,10 +43,20 @@ function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: Archive
   });
   const logger = pino({ level: 'debug' }, sink);
   const freed: number[] = [];
+  const archive = new Archive(db);
+  if (opts.archived) {
+    // the real archive, with `archived` run right after each write: what lands in the step before publishing
+    const put = archive.putMany.bind(archive);
+    const after = opts.archived;
+    archive.putMany = (entries) => {
+      put(entries);
+      after();
+    };
+  }
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
     { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedInode ? { tailedInode: opts.tailedInode } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -224,7 +235,7 @@ describe('SessionManager release and rebuild', () => {
     // What the tailer reports: the inode it read the transcript from.
     const tailed = statSync(file).ino;
     let t = 1_000_000;
-    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 }, tailedInode: (f) => (f === file ? tailed : undefined) });
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 }, tailedFile: (f) => (f === file ? { ino: tailed } : undefined) });
     const s = manager.ingest(file, 'a', 'openai-chat', events(2), Buffer.byteLength(text));
     const tokens = s.model.tokens();
     expect(tokens).toBeGreaterThan(0);
@@ -247,6 +258,50 @@ describe('SessionManager release and rebuild', () => {
     // Still released: nothing of the other file became this session's model.
     expect(s.released).toBeDefined();
     expect(s.model.tokens()).toBe(0);
+  });
+});
+
+describe('SessionManager release with lines read but not applied', () => {
+  it('releases a session whose lines wait in the queue (they are dropped), and rebuilds it from the transcript to the model that applying them would give', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-queued-'));
+    dirs.push(dir);
+    const file = join(dir, 'a.jsonl');
+    const text = demoTranscriptJsonl({ rounds: 4 });
+    writeFileSync(file, text);
+    const lines = text.split('\n').filter(Boolean);
+    const adapter = createOpenAIChatAdapter();
+    // Each line at its byte offset, as the tailer's decoder reads it (message ids derive from it).
+    const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+    const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
+    const half = Math.floor(lines.length / 2);
+    const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
+    const total = Buffer.byteLength(text);
+
+    // Reference: every line applied.
+    const ref = setup().manager.ingest(file, 'a', 'openai-chat', parse(lines, 0), total);
+
+    let t = 1_000_000;
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    manager.steadyState();
+    const s = manager.ingest(file, 'a', 'openai-chat', parse(lines.slice(0, half), 0), appliedBytes);
+    // The second half is read but waits for its turn (the pump runs in a later iteration).
+    manager.enqueue(file, 'a', 'openai-chat', parse(lines.slice(half), half), total, total - appliedBytes);
+    expect(manager.backlog().queuedBytes).toBe(total - appliedBytes);
+    const appliedTokens = s.model.tokens();
+    expect(appliedTokens).toBeLessThan(ref.model.tokens());
+
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    expect(s.released?.offset).toBe(total);
+    // The queue was dropped with the model: nothing of it is held.
+    expect(manager.backlog()).toMatchObject({ queuedBytes: 0, queuedSessions: 0, sessionsInMemory: 0 });
+
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    expect(s.tailOffset).toBe(total);
+    expect(s.model.tokens()).toBe(ref.model.tokens());
+    expect(s.model.headroom().sections).toBe(ref.model.headroom().sections);
+    expect(s.model.messages().map((m) => m.id)).toEqual(ref.model.messages().map((m) => m.id));
   });
 });
 
@@ -376,6 +431,32 @@ async function slowLlm(): Promise<{ summarizer: Summarizer; requests: () => numb
   };
 }
 
+/**
+ * A real local OpenAI-compatible summarizer endpoint that holds every request until
+ * `answerOne()`; `open()` counts the requests neither answered nor given up by the client.
+ */
+async function heldLlm() {
+  const waiting: http.ServerResponse[] = [];
+  const open = new Set<http.ServerResponse>();
+  const server = http.createServer((req, res) => {
+    open.add(res);
+    res.on('close', () => open.delete(res));
+    req.resume();
+    req.on('end', () => waiting.push(res));
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return {
+    summarizer: createSummarizer({ kind: 'openai', baseUrl, model: 'held', timeoutMs: 120_000, maxTokens: 300 }),
+    open: () => open.size,
+    waiting: () => waiting.length,
+    answerOne: () => {
+      waiting.shift()?.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'Read the pool settings.' } }] }));
+    },
+  };
+}
+
 describe('SessionManager plans beside the turns (a slow summarizer holds nobody up)', () => {
   it('while one session waits for its LLM summary, another is ingested and planned, its own lines are applied, and it re-plans once after', async () => {
     const llm = await slowLlm();
@@ -425,6 +506,41 @@ describe('SessionManager plans beside the turns (a slow summarizer holds nobody 
     await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'plan dropped: sections it replaces left the context while it was made')).toBe(true), { timeout: 60_000 });
     expect(plans).toEqual([]);
     expect(a.life.planning).toBe(false);
+  });
+
+  it('a socket-fed session whose ephemeral tail the agent replaces while a slow summary is awaited still gets its plan, naming only sections that stand', async () => {
+    const llm = await slowLlm();
+    const { manager, db, lines } = setup({ summarizer: llm.summarizer });
+    const plans: Plan[] = [];
+    manager.on('plan', (_s, plan) => plans.push(plan));
+    const base = JSON.parse(JSON.stringify(demoTranscript({ rounds: 10 }))) as Record<string, unknown>[];
+    // Each request the agent sends ends in an ephemeral message the next one replaces: a truncate, then an append.
+    const feed = (n: number) => manager.feed('h', normalizeOpenAIMessages([...base, { role: 'user', content: `ephemeral prefill ${n}` }]), 20_000);
+    const { session: s } = feed(1);
+    const version = s.model.version;
+    await vi.waitFor(() => expect(llm.held()).toBe(true), { timeout: 60_000 });
+    const epoch = s.model.epoch;
+    for (let n = 2; n <= 4; n++) expect(feed(n).rebuilt).toBe(false);
+    await manager.settled();
+    expect(s.model.epoch).toBeGreaterThan(epoch);
+    llm.release();
+    await vi.waitFor(() => expect(plans.length).toBeGreaterThan(0), { timeout: 60_000 });
+    const plan = plans[0] as Plan;
+    // the plan the summarizer was slow for, not a re-plan after it was dropped
+    expect(plan.modelVersion).toBe(version);
+    expect(lines.filter((l) => String(l['msg']).startsWith('plan dropped'))).toEqual([]);
+    expect(plan.edits.length).toBeGreaterThan(0);
+    const live = s.model.messages().map((m) => m.id);
+    const archive = new Archive(db);
+    for (const e of plan.edits) {
+      const now = e.replaces.flatMap((id) => s.model.messagesOf(id).map((m) => m.id));
+      expect(e.replaces.every((id) => s.model.messagesOf(id).length > 0)).toBe(true);
+      // its message range is where those sections stand in the list the agent sent last
+      expect(live.slice(e.messageRange.start, e.messageRange.end + 1)).toEqual(now);
+      expect(archive.get(e.handle)?.messages.map((m) => m.id)).toEqual(now);
+    }
+    // and the agent can apply it
+    expect(manager.acknowledge(plan.planId, true, undefined, undefined).headroom).toBeGreaterThan(plan.headroomBefore);
   });
 
   it('bounds the plans in flight: with one slot, a due plan waits for it while its lines are applied', async () => {
@@ -573,11 +689,34 @@ describe('SessionManager plans while the session changes under them', () => {
           return Promise.resolve({ messages: [...messages], findings: [] });
         },
       }),
-      'plan dropped: the session was closed, rebuilt or rewound while its originals were archived',
+      'plan dropped: sections it replaces left the context or changed while its originals were archived',
     );
     expect(filtered).toBeGreaterThan(1); // it went on to the edits after the rewind
     expect(plans).toEqual([]);
     expect(new Archive(db).count('a')).toBe(0);
+  });
+
+  it('a rewind in the step between archiving and publishing drops the plan: checked right before it is published', async () => {
+    const { plans, db } = await planRewound((rewind) => ({ archived: rewind }), 'plan dropped: sections it replaces left the context or changed while it was archived');
+    expect(plans).toEqual([]);
+    // the originals it archived stay recallable: nothing is lost
+    expect(new Archive(db).count('a')).toBeGreaterThan(0);
+  });
+
+  it('a plan given up while its summaries are awaited aborts its other summarizer calls: none is left open', async () => {
+    const llm = await heldLlm();
+    const { manager, lines } = setup({ summarizer: llm.summarizer });
+    const evs = events(10);
+    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', evs);
+    // the plan's summaries are asked for four at once (the planner's concurrency)
+    await vi.waitFor(() => expect(llm.waiting()).toBe(4), { timeout: 60_000 });
+    manager.ingest('/t/a.jsonl', 'a', 'openai-chat', [rewindTo(evs)]);
+    // one answer: its worker takes the next edit, whose sections are gone, and the plan is given up
+    llm.answerOne();
+    await vi.waitFor(() => expect(lines.some((l) => l['msg'] === 'plan dropped: sections it replaces left the context while it was made')).toBe(true), { timeout: 60_000 });
+    await vi.waitFor(() => expect(a.life.planning).toBe(false));
+    await vi.waitFor(() => expect(llm.open()).toBe(0), { timeout: 5_000 });
+    expect(lines.filter((l) => l['msg'] === 'summarizer endpoint failed; used the extractive summary')).toEqual([]);
   });
 
   it('archives exactly what each edit summarized, even when lines are appended while the plan is made', async () => {
@@ -634,6 +773,43 @@ describe('SessionManager plans while the session changes under them', () => {
     expect(plans).toEqual([]);
     expect(fresh.life.openPlanCount).toBe(0);
     expect(old.life.openPlanCount).toBe(0);
+  });
+});
+
+describe('SessionManager read backpressure once running', () => {
+  it('holds the reads of a session while its lines wait for their turn, and while its model is over budget with its plan being made; they go on once applied and planned', async () => {
+    const gate = gatedSummarizer();
+    const { manager } = setup({ summarizer: gate.summarizer });
+    // Before: only the global high-water mark holds reads (the first scan).
+    manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', events(2), 1000, 1000);
+    expect(manager.room('/t/b.jsonl')).toBeUndefined();
+    await manager.settled();
+
+    manager.steadyState();
+    manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', extra(1), 2000, 1000);
+    const waitB = manager.room('/t/b.jsonl');
+    expect(waitB).toBeInstanceOf(Promise);
+    // Another transcript reads on: nothing of it waits, and the total is under the mark.
+    expect(manager.room('/t/other.jsonl')).toBeUndefined();
+    await waitB;
+    expect(manager.backlog().queuedBytes).toBe(0);
+    expect(manager.get('b')?.tailOffset).toBe(2000);
+
+    // Over its budget, its plan being made (the summarizer holds it): reads wait for the plan.
+    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(60), 60_000);
+    expect(a.model.headroom().headroom).toBeLessThanOrEqual(0);
+    await vi.waitFor(() => expect(gate.waiting()).toBe(true), { timeout: 60_000 });
+    const waitA = manager.room('/t/a.jsonl');
+    expect(waitA).toBeInstanceOf(Promise);
+    let goesOn = false;
+    void waitA?.then(() => (goesOn = true));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(goesOn).toBe(false);
+    expect(manager.room('/t/b.jsonl')).toBeUndefined();
+    gate.open();
+    await waitA;
+    expect(a.life.planning).toBe(false);
+    expect(manager.room('/t/a.jsonl')).toBeUndefined();
   });
 });
 

@@ -4,7 +4,7 @@
  * resets the session) is another session's: it must not be harvested as this one.
  * Real files, a real SQLite store, a real Tailer.
  */
-import { mkdirSync, renameSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WarmService } from '../../src/daemon/warm-service.js';
@@ -35,13 +35,14 @@ describe('WarmService harvest readback', () => {
     await tailer.start();
     await rec.until(() => rec.of('events', file).length > 0, 'the first batch');
     const read = rec.of('events', file).at(-1)?.toOffset ?? 0;
-    const tailedIno = tailer.inodeOf(file);
+    const tailed = tailer.readIdentityOf(file);
+    const tailedIno = tailed?.ino;
     expect(tailedIno).toBe(statSync(file).ino);
     // The tailer is stopped, so the replacement below is never seen: the window before its reset.
     await tailer.close();
 
     const { db, store } = tempStore(dir);
-    const warm = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedInode: (f) => (f === file ? tailedIno : undefined) });
+    const warm = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedFile: (f) => (f === file ? tailed : undefined) });
     const session = (): LiveSession => {
       const s = new LiveSession('work', file, 'openai-chat', new SessionModel({ sessionId: 'work' }), Date.now());
       s.tailOffset = read;
@@ -58,8 +59,41 @@ describe('WarmService harvest readback', () => {
     expect(store.count()).toBe(0);
 
     // A file whose inode is the one read is harvested.
-    const same = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedInode: () => statSync(file).ino });
+    const same = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedFile: () => ({ ino: statSync(file).ino }) });
     expect((await same.harvest(session(), 'success')).harvested).toBe(1);
     expect(store.list()[0]?.task).toMatch(/lexer/);
+  });
+
+  it('refuses a transcript truncated and rewritten in place (the same inode) since the tailer read it: FILE_REPLACED, not harvested as this session', async () => {
+    const dir = tempDir();
+    const watch = join(dir, 'watch');
+    const file = join(watch, 'work.jsonl');
+    mkdirSync(watch);
+    codingSession().writeTo(file);
+    const tailer = new Tailer({ paths: [watch], recheckMs: 40 });
+    tailers.push(tailer);
+    const rec = new Recorder(tailer);
+    await tailer.start();
+    await rec.until(() => rec.of('events', file).length > 0, 'the first batch');
+    const read = rec.of('events', file).at(-1)?.toOffset ?? 0;
+    const tailed = tailer.readIdentityOf(file);
+    // The tailer is stopped, so the rewrite below is never seen: the window before its reset.
+    await tailer.close();
+
+    const { db, store } = tempStore(dir);
+    const warm = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedFile: (f) => (f === file ? tailed : undefined) });
+    const session = new LiveSession('work', file, 'openai-chat', new SessionModel({ sessionId: 'work' }), Date.now());
+    session.tailOffset = read;
+
+    // Another session's transcript written over it in place (O_TRUNC): the same inode, longer than what was read.
+    const ino = statSync(file).ino;
+    const other = join(dir, 'other.jsonl');
+    codingSession({ task: 'rename the exported helpers in src/lexer.ts and update every import', file: 'src/lexer.ts' }).writeTo(other);
+    writeFileSync(file, Buffer.concat([readFileSync(other), readFileSync(other)]));
+    expect(statSync(file).ino).toBe(ino);
+    expect(statSync(file).size).toBeGreaterThanOrEqual(read);
+    await expect(warm.harvest(session, 'success')).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FILE_REPLACED'));
+    expect(store.harvestedSession('work')).toBeUndefined();
+    expect(store.count()).toBe(0);
   });
 });

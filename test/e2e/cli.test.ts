@@ -16,7 +16,21 @@ describe('the CLI', () => {
     expect((await runCli(['inspect'])).code).toBe(2);
     expect((await runCli(['inspect', 'x.jsonl', '--budget', 'lots'])).code).toBe(2);
     expect((await runCli(['no-such-command'])).code).toBe(2);
+    const levels = await runCli(['bench', 'latency', '--levels', '10,0']);
+    expect(levels.code).toBe(2);
+    expect(levels.stderr).toContain('--levels');
   });
+
+  it('bench latency --levels runs only those session counts, without the rss and limits parts', async () => {
+    const r = await runCli(['bench', 'latency', '--levels', '1', '--json'], {}, 120_000);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { scenario: string; latency: { sessions: number; appendToPlanMs: { n: number } }[]; rss?: unknown; limits?: unknown };
+    expect(out.scenario).toBe('latency');
+    expect(out.latency.map((l) => l.sessions)).toEqual([1]);
+    expect(out.latency[0]?.appendToPlanMs.n).toBeGreaterThan(0);
+    expect(out.rss).toBeUndefined();
+    expect(out.limits).toBeUndefined();
+  }, 150_000);
 
   it('inspect: counts bad lines, exits 0; exits 1 when nothing can be read', async () => {
     const d = temp();

@@ -210,3 +210,30 @@ describe('hardening: the attacks of issue 12, replayed', () => {
     await expect(bob.subscribe({})).rejects.toMatchObject({ code: -32001 });
   });
 });
+
+describe('connection limits reloaded with SIGHUP', () => {
+  it('a new clientIdleTimeoutMs applies at once: to a client connected before the reload and to one after', async () => {
+    const d = tempDir();
+    writeFileSync(d.config, JSON.stringify({ clientIdleTimeoutMs: 600_000 }));
+    const daemon = await startDaemon(['--config', d.config, '--watch', d.watch, '--socket', d.socket, '--state', d.state]);
+    const before = rawConnection(d.socket);
+    await new Promise<void>((r) => before.sock.once('connect', () => r()));
+    writeFileSync(d.config, JSON.stringify({ clientIdleTimeoutMs: 300, partialLineTimeoutMs: 200, maxClients: 64 }));
+    daemon.proc.kill('SIGHUP');
+    const reloaded = await daemon.waitForLog((l) => l.msg === 'configuration reloaded');
+    expect(reloaded['restartNeeded']).toEqual([]);
+    // the client of before the reload, idle since: closed with -32009 naming the new limit
+    await before.closed;
+    expect(before.received()).toContain('-32009');
+    expect(before.received()).toContain('idleTimeoutMs');
+    const after = rawConnection(d.socket);
+    await after.closed;
+    expect(after.received()).toContain('idleTimeoutMs');
+    // the partial-line timeout too
+    const partial = rawConnection(d.socket);
+    partial.sock.write('{"jsonrpc":"2.0","id":1,');
+    await partial.closed;
+    expect(partial.received()).toContain('partialLineTimeoutMs');
+    expect(daemon.proc.exitCode).toBeNull();
+  });
+});

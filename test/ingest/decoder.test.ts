@@ -123,10 +123,10 @@ describe('readTranscriptFile and readTranscriptPrefix', () => {
     const line = '{"role":"user","content":"one"}\n';
     writeFileSync(p, line);
     const ino = statSync(p).ino;
-    expect(messages((await readTranscriptPrefix(p, 'openai-chat', line.length, undefined, ino)).events)).toHaveLength(1);
+    expect(messages((await readTranscriptPrefix(p, 'openai-chat', line.length, undefined, { ino })).events)).toHaveLength(1);
     writeFileSync(join(dir, 'new.tmp'), '{"role":"user","content":"two"}\n');
     renameSync(join(dir, 'new.tmp'), p);
-    await expect(readTranscriptPrefix(p, 'openai-chat', line.length, undefined, ino)).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FILE_REPLACED'));
+    await expect(readTranscriptPrefix(p, 'openai-chat', line.length, undefined, { ino })).rejects.toSatisfy((e: unknown) => isContextdError(e, 'FILE_REPLACED'));
   });
 });
 

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RpcServer } from '../../src/ipc/server.js';
 import { isContextdError } from '../../src/util/errors.js';
-import { Resources, waitEvent } from './helpers.js';
+import { RawPeer, Resources, waitEvent, waitUntil } from './helpers.js';
 import { stubHandlers } from './stubs.js';
 
 const res = new Resources();
@@ -155,5 +155,29 @@ describe('RpcServer socket file', () => {
     const [left] = await gone;
     expect(left.id).toBe(info.id);
     expect(server.connections()).toEqual([]);
+  });
+});
+
+describe('RpcServer.notifyAll', () => {
+  it('pushes one notification to each named live connection and counts those it reached', async () => {
+    const p = sockPath();
+    const server = res.server({ socketPath: p, handlers: stubHandlers().handlers });
+    await server.listen();
+    const ids: string[] = [];
+    server.on('connection', (c: { id: string }) => ids.push(c.id));
+    const a = await RawPeer.connect(p);
+    const b = await RawPeer.connect(p);
+    res.add(() => void a.socket.destroy());
+    res.add(() => void b.socket.destroy());
+    await waitUntil(() => ids.length === 2);
+    const params = { sessionId: 's', edits: [{ editId: 'e1' }] };
+    // An id that is gone is skipped, not counted.
+    expect(server.notifyAll([...ids, 'gone'], 'compaction.proposed', params)).toBe(2);
+    for (const peer of [a, b]) expect(await peer.next()).toEqual({ jsonrpc: '2.0', method: 'compaction.proposed', params });
+    // Params that cannot be encoded reach nobody (and are logged), nothing is thrown.
+    const cyclic: Record<string, unknown> = {};
+    cyclic['self'] = cyclic;
+    expect(server.notifyAll(ids, 'compaction.proposed', cyclic)).toBe(0);
+    expect(server.notifyAll([], 'compaction.proposed', params)).toBe(0);
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ProviderFormatName } from '../../src/proxy/index.js';
 import { canonicalJson } from '../../src/proxy/request.js';
+import { handleFor } from '../../src/compact/index.js';
+import type { Message } from '../../src/model/messages.js';
 import { anthropicStream } from './upstream.js';
 import { proxyRig } from './helpers.js';
 import { anthropicRequest, chatRequest, responsesRequest, scriptedTurns, tokensOf } from './agent.js';
@@ -59,7 +61,12 @@ describe.each(CASES)('a long task through the proxy ($format)', ({ format, path,
     const last = upstream.requests[upstream.requests.length - 1]?.body ?? '';
     const handles = [...last.matchAll(/\[contextd recall (h_[0-9a-f]{16})\]/g)].map((m) => m[1] as string);
     expect(handles.length).toBeGreaterThan(0);
-    for (const handle of handles) expect(h.archive.get(handle)?.messages.length).toBeGreaterThan(0);
+    for (const handle of handles) {
+      const archived = h.archive.get(handle);
+      expect(archived?.messages.length).toBeGreaterThan(0);
+      // exactly the originals the handle names (it hashes their ids): nothing else archived under it
+      expect(archived && handleFor(archived.sessionId, archived.messages as readonly Message[])).toBe(handle);
+    }
     // applied plans are logged with their numbers
     const planLogs = h.logs().split('\n').filter((l) => l.includes('"proxy plan applied"')).map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(planLogs).toHaveLength(totals.plansApplied);

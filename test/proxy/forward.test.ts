@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { ScriptedUpstream, anthropicMessage, anthropicStream } from './upstream.js';
 import { readChunks, startProxy, type ProxyHarness } from './helpers.js';
 
@@ -113,6 +114,38 @@ describe('proxy forwarding', () => {
     const ok = await fetch(`${p.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: anthropicBody() });
     expect(await ok.json()).toEqual(anthropicMessage('again'));
     expect(p.logs()).toContain('"outcome":"upstream-reset"');
+  });
+
+  it('sends a request again when the kept-alive upstream connection it went out on was closed by the upstream: no 502 for a stale connection', async () => {
+    // A real upstream that drops a connection when a second request arrives on it, as a
+    // provider whose keep-alive idle timeout ran out just as the request went out.
+    const upstreamServer = createServer((req, res) => {
+      const sock = req.socket as Socket & { served?: number };
+      sock.served = (sock.served ?? 0) + 1;
+      if (sock.served > 1) {
+        sock.destroy();
+        return;
+      }
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [] })));
+    });
+    const connections: Socket[] = [];
+    upstreamServer.on('connection', (c: Socket) => connections.push(c));
+    await new Promise<void>((r) => upstreamServer.listen(0, '127.0.0.1', () => r()));
+    try {
+      h = await startProxy(`http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`, {});
+      upstream = new ScriptedUpstream(); // not started: afterEach closes it, not the last test's again
+      for (let i = 0; i < 3; i++) {
+        const r = await fetch(`${h.url}/v1/models`, { headers: { 'x-api-key': KEY } });
+        expect(r.status, `request ${i}`).toBe(200);
+        expect(await r.json()).toEqual({ data: [] });
+      }
+      // each later request found its kept-alive connection dropped and went out on a new one
+      expect(connections.length).toBeGreaterThanOrEqual(3);
+    } finally {
+      upstreamServer.closeAllConnections();
+      await new Promise<void>((r) => upstreamServer.close(() => r()));
+    }
   });
 
   it('stops the upstream request when the agent hangs up', async () => {

@@ -26,7 +26,7 @@ export class RecordingRelay {
       const seq = String(headers[SEQ_HEADER] ?? '?');
       const url = new URL(req.url ?? '/', this.target);
       headers['host'] = url.host;
-      const up = request(url, { method: req.method, headers }, (upRes: IncomingMessage) => {
+      const onResponse = (upRes: IncomingMessage): void => {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         const chunks: Buffer[] = [];
         upRes.on('data', (c: Buffer) => {
@@ -38,12 +38,25 @@ export class RecordingRelay {
           res.end();
         });
         upRes.on('error', () => res.destroy());
-      });
-      up.on('error', () => res.destroy());
+      };
+      // The whole request body first, so a request that went out on a kept-alive connection the
+      // target had just closed is sent again on a new one (as the proxy does), not cut: the
+      // relay must not add failures of its own to what it records.
       const sent: Buffer[] = [];
       req.on('data', (c: Buffer) => sent.push(c));
-      req.on('end', () => this.requestBodies.set(seq, Buffer.concat(sent)));
-      req.pipe(up);
+      req.on('end', () => {
+        const body = Buffer.concat(sent);
+        this.requestBodies.set(seq, body);
+        const send = (retries: number): void => {
+          const up = request(url, { method: req.method, headers }, onResponse);
+          up.on('error', (err: NodeJS.ErrnoException) => {
+            if (up.reusedSocket && err.code === 'ECONNRESET' && retries > 0 && !res.headersSent) send(retries - 1);
+            else res.destroy();
+          });
+          up.end(body);
+        };
+        send(2);
+      });
     });
     this.loopback = new LoopbackServer(this.server);
   }

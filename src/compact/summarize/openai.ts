@@ -119,6 +119,8 @@ export function createOpenAISummarizer(cfg: OpenAISummarizerConfig): OpenAISumma
         stats.succeeded++;
         return text;
       } catch (err) {
+        // the caller gave the summary up (its plan was dropped, or contextd stops): no fallback, no warning
+        if (signal?.aborted) throw signal.reason;
         const why = ctl.signal.aborted ? describeError(ctl.signal.reason ?? err) : describeError(err);
         return fallback(input, why);
       } finally {
