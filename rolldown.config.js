@@ -12,7 +12,11 @@ import { defineConfig } from 'rolldown';
 export default defineConfig({
   input: { hook: 'dist/src/cli/hook.js' },
   platform: 'node',
-  external: (id) => !id.startsWith('.') && !isAbsolute(id),
+  // better-sqlite3's JavaScript (13 small CommonJS files, read on the hook's store path) is
+  // bundled: resolving and loading them one by one cost the hook ~20 ms of CPU. Its addon is
+  // passed to it by path (store/db.ts), so its `bindings` lookup, which cannot work from a
+  // bundle, is never used.
+  external: (id) => !id.startsWith('.') && !isAbsolute(id) && !/^better-sqlite3(\/|$)/.test(id),
   output: {
     dir: 'dist/hook',
     // Chunk names carry content hashes: without this, every build leaves the last one's beside it.

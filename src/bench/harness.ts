@@ -50,7 +50,7 @@ import { existsSync as exists } from 'node:fs';
 
 /** The built CLI entry (dist/src/cli/main.js beside the compiled bench, or the build when run from source). */
 export function cliPath(): string {
-  for (const rel of ['../cli/main.js', '../dist/src/cli/main.js']) {
+  for (const rel of ['../cli/main.js', '../../dist/src/cli/main.js', '../dist/src/cli/main.js']) {
     const p = fileURLToPath(new URL(rel, import.meta.url));
     if (exists(p)) return p;
   }

@@ -20,7 +20,16 @@ export interface LoadOptions {
   readonly budgetTokens?: number;
   /** Another build's CLI entry (to measure before/after); default this build. */
   readonly cli?: string;
+  /**
+   * Write every status sample's `load` (RSS, heap, external, queued bytes, sessions in memory,
+   * plans in flight, event-loop delay), with its time since the load started, to this file as
+   * JSON lines: where the memory is at the peak.
+   */
+  readonly trace?: string;
 }
+
+/** One status sample of a trace: seconds since the load started, and the daemon's `load`. */
+type TraceSample = { t: number; phase: 'load' | 'idle'; statusMs: number } & Record<string, unknown>;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -57,6 +66,7 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
   const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', socketPath, '--state', join(dir, 'state'), '--budget', String(budget)], 120_000, options.cli);
   const pid = daemon.proc.pid as number;
   const statusMs: number[] = [];
+  const trace: TraceSample[] = [];
   const rss: number[] = [];
   let plans = 0;
   let applied = 0;
@@ -88,16 +98,49 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
     const watcher = new ContextdClient({ socketPath, clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 600_000 });
     await watcher.connect();
     let running = true;
+    let tracing = true;
+    let phase: TraceSample['phase'] = 'load';
+    let t0Load = performance.now();
+    const backlogMax = { queuedBytes: 0, sessionsInMemory: 0, plansInFlight: 0 };
+    let loopDelay: unknown;
+    const sample = async (): Promise<number> => {
+      const t0 = performance.now();
+      const st = await watcher.status();
+      const ms = performance.now() - t0;
+      const load = st.load;
+      if (load) {
+        if (phase === 'load') {
+          backlogMax.queuedBytes = Math.max(backlogMax.queuedBytes, load.queuedBytes);
+          backlogMax.sessionsInMemory = Math.max(backlogMax.sessionsInMemory, load.sessionsInMemory);
+          backlogMax.plansInFlight = Math.max(backlogMax.plansInFlight, load.plansInFlight);
+          loopDelay = load.eventLoopDelayMs;
+        }
+        if (options.trace !== undefined) {
+          // How far the models are over their budget (plans behind) beside what the daemon holds.
+          const tokens = st.sessions.map((x) => x.tokens ?? 0);
+          const overBudget = st.sessions.filter((x) => x.headroom < 0).length;
+          trace.push({ t: Math.round(t0 - t0Load) / 1000, phase, statusMs: Math.round(ms * 10) / 10, heldTokens: (st as { heldTokens?: number }).heldTokens, maxSessionTokens: Math.max(0, ...tokens), overBudget, ...load });
+        }
+      }
+      return ms;
+    };
     const statusLoop = (async () => {
       while (running) {
-        const t0 = performance.now();
-        await watcher.status();
-        statusMs.push(performance.now() - t0);
+        statusMs.push(await sample());
+        await sleep(100);
+      }
+    })();
+    // The trace goes on through the idle wait (not counted in statusMs): does memory come back?
+    const idleLoop = (async () => {
+      await statusLoop;
+      while (tracing && options.trace !== undefined) {
+        await sample();
         await sleep(100);
       }
     })();
     const rssTimer = setInterval(() => rss.push(rssMiB(pid)), 1_000);
     const started = performance.now();
+    t0Load = started;
     let written = 1;
     // One tick every 1000/rate ms appends one line to every session.
     while (written <= perSession) {
@@ -109,12 +152,15 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
     }
     const loadSeconds = (performance.now() - started) / 1000;
     running = false;
+    phase = 'idle';
     await statusLoop;
     rssAtEnd = rssMiB(pid);
     clearInterval(rssTimer);
     await agent.close();
     // Idle: nobody subscribed, no appends; idle harvest frees the session models.
     await sleep(idleSeconds * 1000);
+    tracing = false;
+    await idleLoop;
     rssIdle = rssMiB(pid);
     sessionsAfterIdle = (await watcher.status()).sessions.length;
     await watcher.close();
@@ -130,8 +176,12 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
       statusMs: summarize(statusMs),
       rssMiB: { peak, max1s: Math.max(...rss), atEndOfLoad: rssAtEnd, afterIdle: rssIdle, idleSeconds },
       sessionsInMemoryAfterIdle: sessionsAfterIdle,
+      // Highest backlog seen during the load, and the daemon's event-loop delay at its end (absent from builds without daemon.status `load`).
+      ...(loopDelay !== undefined ? { backlogMax: { ...backlogMax, queuedMiB: Math.round(backlogMax.queuedBytes / 104857.6) / 10 }, eventLoopDelayMs: loopDelay } : {}),
+      ...(options.trace !== undefined ? { trace: options.trace, traceSamples: trace.length } : {}),
     };
   } finally {
+    if (options.trace !== undefined) writeFileSync(options.trace, trace.map((x) => JSON.stringify(x)).join('\n') + '\n');
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }

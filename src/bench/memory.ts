@@ -19,6 +19,11 @@ export interface MemoryBenchOptions {
   readonly rounds?: number;
   /** Also make one plan per session (fills the planner's caches) before measuring. */
   readonly plan?: boolean;
+  /**
+   * Read the sections' scores once (derives every message's term stats and fingerprint) before
+   * measuring (default true). False measures a session as a scan leaves it until its first plan.
+   */
+  readonly scored?: boolean;
   /** Context window of planned sessions (default 200k; a 264k-token session then needs edits). */
   readonly planBudgetTokens?: number;
 }
@@ -45,7 +50,7 @@ export async function benchMemory(options: MemoryBenchOptions = {}): Promise<Rec
   const build = async (i: number): Promise<{ model: SessionModel; cache?: SummaryCache }> => {
     const model = new SessionModel({ sessionId: `mem-${i}`, tokenCounter: counter, budgetTokens: options.plan ? (options.planBudgetTokens ?? 200_000) : 1_000_000 });
     model.applyAll(new TranscriptDecoder().push(generatedTranscript(i, rounds)));
-    model.sections();
+    if (options.scored !== false || options.plan) model.sections();
     if (!options.plan) return { model };
     const cache = new SummaryCache();
     await planCompaction(model, { mode: 'reserve', tokenCounter: counter, cache });
@@ -71,6 +76,7 @@ export async function benchMemory(options: MemoryBenchOptions = {}): Promise<Rec
     tokensPerSession: tokens,
     sectionsPerSession: models[0]?.sections().length ?? 0,
     planned: options.plan === true,
+    scored: options.scored !== false || options.plan === true,
     heapMiBPerSession: round(perSession / 2 ** 20, 2),
     heapBytesPerToken: round(perSession / Math.max(1, tokens), 2),
     textMiBPerSession: round(textBytes / 2 ** 20, 2),

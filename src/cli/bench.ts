@@ -23,6 +23,7 @@ interface LoadFlags {
   rate?: string;
   idle?: string;
   cli?: string;
+  trace?: string;
   levels?: string;
 }
 
@@ -47,6 +48,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
         ...(durationSeconds !== undefined ? { durationSeconds } : {}),
         ...(idleSeconds !== undefined ? { idleSeconds } : {}),
         ...(load.cli !== undefined ? { cli: resolve(load.cli) } : {}),
+        ...(load.trace !== undefined ? { trace: resolve(load.trace) } : {}),
       });
     }
     case 'ingest': {
@@ -67,7 +69,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
     }
     case 'memory': {
       const { benchMemory } = await import('../bench/memory.js');
-      return { ...(await benchMemory()), withPlans: await benchMemory({ plan: true }) };
+      return { ...(await benchMemory()), unscored: await benchMemory({ scored: false }), withPlans: await benchMemory({ plan: true }) };
     }
     case 'proxy': {
       const { benchProxy } = await import('../bench/proxy.js');
@@ -108,6 +110,7 @@ export function registerBench(program: Command): void {
     .option('--idle <s>', 'load: seconds idle after the load before RSS is read again (default 20)')
     .option('--levels <list>', 'latency: only these session counts, comma-separated (e.g. 100), without the RSS and limits parts')
     .option('--cli <path>', 'load, latency: another build\'s dist/src/cli/main.js to run as the daemon (before/after)')
+    .option('--trace <file>', 'load: write the daemon\'s memory, backlog and plans in flight every 100 ms to FILE (JSON lines)')
     .action(async (scenario: string, flags: { corpus?: string; locomo?: string } & LoadFlags) => {
       if (!(SCENARIOS as readonly string[]).includes(scenario)) throw usageError(`unknown scenario "${scenario}": one of ${SCENARIOS.join(', ')}`);
       const corpusDir = corpusFolder(flags.corpus) ?? '';

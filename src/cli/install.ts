@@ -1,17 +1,15 @@
 /**
  * `contextd install claude-code|codex [--settings F] [--socket P] [--state DIR]` and
  * `contextd uninstall claude-code|codex [--settings F]`: add or remove contextd's hooks in the
- * agent's settings. The hook command runs this same contextd (the node binary and script now
- * running) with the given socket and state dir.
+ * agent's settings. The hook command (integrations/install.ts `hookCommand`) runs this package's
+ * launcher with the node binary now running and the given socket and state dir.
  * `contextd install hermes [--hermes-home DIR]` (and `uninstall hermes`): put the hermes context
  * engine in `$HERMES_HOME/plugins/contextd/` and print the one config line that selects it.
  */
-import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { AGENTS, type AgentName } from '../integrations/answer.js';
-import { shellQuote } from '../integrations/hook-settings.js';
-import { defaultSettingsPath, installHooks, uninstallHooks } from '../integrations/install.js';
+import { AGENTS } from '../integrations/answer.js';
+import { defaultSettingsPath, hookCommand, installHooks, uninstallHooks } from '../integrations/install.js';
 import { resolveStateDir } from '../store/paths.js';
 import { HERMES_CONFIG_LINE, installHermes, resolveHermesHome, uninstallHermes } from '../integrations/hermes.js';
 import { printJson, printLine, usageError } from './output.js';
@@ -52,15 +50,6 @@ function uninstallHermesCli(flags: InstallFlags): void {
   }
   printLine(r.files.length > 0 ? `removed ${r.pluginDir}` : `nothing installed at ${r.pluginDir}`);
   printLine(`remove \`${HERMES_CONFIG_LINE}\` from hermes' config.yaml (hermes falls back to its own compressor)`);
-}
-
-/** The shell command an agent runs for one hook event. */
-export function hookCommand(agent: AgentName, flags: { socket?: string | undefined; state?: string | undefined }): string {
-  const script = process.argv[1] ? realpathSync(process.argv[1]) : 'contextd';
-  const parts = [process.execPath, script, 'hook', agent];
-  if (flags.socket) parts.push('--socket', resolve(flags.socket));
-  if (flags.state) parts.push('--state', resolve(flags.state));
-  return parts.map(shellQuote).join(' ');
 }
 
 /** Register `install` and `uninstall` on the program. */

@@ -58,6 +58,8 @@ export interface DaemonStatus {
     /** False while the session's model is released from memory (memory budget); figures are as of the release. */
     inMemory: boolean;
   }[];
+  /** What the daemon holds and how far behind it is (memory budget, backpressure, `bench load --trace`). */
+  load: LoadStatus;
   /** Present when the proxy runs. */
   proxy?: {
     listen: string;
@@ -68,4 +70,24 @@ export interface DaemonStatus {
     cacheBreaksPer100: number;
     upstreamErrors: number;
   };
+}
+
+/** `daemon.status` `load`: memory, backlog and plans, as of the call. */
+export interface LoadStatus {
+  /** process.memoryUsage(), in bytes. */
+  rssBytes: number;
+  heapUsedBytes: number;
+  heapTotalBytes: number;
+  externalBytes: number;
+  arrayBuffersBytes: number;
+  /** Transcript bytes read and decoded but not yet applied to their models (bounded: backpressure). */
+  queuedBytes: number;
+  /** Sessions with lines read and not yet applied. */
+  queuedSessions: number;
+  /** Tailed sessions whose model is in memory. */
+  sessionsInMemory: number;
+  /** Plans being made now. */
+  plansInFlight: number;
+  /** Event-loop delay since the daemon started (ms): how long a request may wait for its turn. */
+  eventLoopDelayMs: { p50: number; p99: number; max: number };
 }

@@ -1,11 +1,13 @@
 import { existsSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { createSummarizer, type Summarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
-import { Archive, HeadroomLog, PlanLog, TokenCounts, openDb, secureStateDir, type Db } from '../store/index.js';
+import { Archive, DerivedData, HeadroomLog, PlanLog, TokenCounts, openDb, secureStateDir, type Db } from '../store/index.js';
 import { SqliteTokenCountCache } from './token-cache.js';
+import { SqliteDerivedDataCache } from './derived-cache.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
@@ -16,7 +18,7 @@ import { yieldToEventLoop } from './loop-budget.js';
 import { redactMessages } from '../harvest/index.js';
 import type { LiveSession } from './live-session.js';
 import { buildHandlers } from './handlers.js';
-import type { DaemonApi, DaemonStatus } from './api.js';
+import type { DaemonApi, DaemonStatus, LoadStatus } from './api.js';
 import { createNotifier, type Notifier } from './sdnotify.js';
 import { Subscriptions } from './subscriptions.js';
 import { listenFdsFromEnv, pickListenFd } from './activation.js';
@@ -34,6 +36,14 @@ export interface DaemonDeps {
 }
 
 /**
+ * The compacting collection after sessions leave memory runs only once the tailed models still
+ * in memory hold at most this many tokens (about 15 MiB of heap): its pause and its transient
+ * memory grow with what is live, and while a harvest round is still freeing sessions it would
+ * move most of what the next seconds free anyway.
+ */
+export const COLLECT_BELOW_HELD_TOKENS = 500_000;
+
+/**
  * The wiring of contextd: tailer → session models → compaction loop → socket pushes, and
  * finished sessions → harvest → warm templates. Lifecycle: start() once, stop() idempotent.
  */
@@ -46,6 +56,7 @@ export class Daemon {
   private readonly startedAt: number;
   private db: Db | undefined;
   private tokenCache: SqliteTokenCountCache | undefined;
+  private derivedCache: SqliteDerivedDataCache | undefined;
   private tailer: Tailer | undefined;
   private server: RpcServer | undefined;
   private sessions: SessionManager | undefined;
@@ -59,8 +70,13 @@ export class Daemon {
   private readonly harvests = new Set<Promise<unknown>>();
   /** The round of idle harvests under way (one session at a time), if any. */
   private idleHarvests: Promise<void> | undefined;
-  /** One full garbage collection after sessions leave memory, so an idle daemon gives the heap back. */
-  private readonly collector = new IdleCollector();
+  /**
+   * One full garbage collection after sessions leave memory, so an idle daemon gives the heap
+   * back: once the models still held are few (COLLECT_BELOW_HELD_TOKENS).
+   */
+  private readonly collector = new IdleCollector({ worthIt: () => (this.sessions?.heldTokens() ?? 0) <= COLLECT_BELOW_HELD_TOKENS });
+  /** Event-loop delay while running (daemon.status `load`). */
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 5 });
   /** connection id → session ids it subscribed to. */
   private readonly subscriptions = new Subscriptions();
 
@@ -101,12 +117,15 @@ export class Daemon {
     this.db = openDb(dbPath);
     // Counts persist by content hash: a restart on existing transcripts reads them back.
     this.tokenCache = new SqliteTokenCountCache(new TokenCounts(this.db), this.deps.logger);
+    // So do the term stats and fingerprints a plan derives: a cold plan after a restart reads them.
+    this.derivedCache = new SqliteDerivedDataCache(new DerivedData(this.db), this.deps.logger);
     const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
     this.sessions = new SessionManager(o, {
       logger: this.deps.logger,
       tokenCounter,
       tokenCache: this.tokenCache,
+      derivedCache: this.derivedCache,
       summarizer,
       headroomLog: new HeadroomLog(this.db),
       archive: new Archive(this.db),
@@ -173,8 +192,9 @@ export class Daemon {
       followSymlinks: o.followSymlinks,
       formatOverrides: o.formats,
       logger: this.deps.logger,
-      // Read no further while the models have a backlog to apply (first scan of large transcripts).
-      gate: () => this.sessions?.room(),
+      // Read no further while the models have a backlog to apply (first scan of large transcripts),
+      // and, once running, no further of a session with lines waiting or an overdue plan (SessionManager.room).
+      gate: (file) => this.sessions?.room(file),
     });
     this.wireTailer(this.tailer);
     // The first scan re-reads every live transcript: give systemd more time if it is long.
@@ -183,6 +203,7 @@ export class Daemon {
       await this.tailer.start();
       // Ready means every transcript read is in its model (the tailer's batches wait their turn).
       await this.sessions?.settled();
+      this.sessions?.steadyState();
     } finally {
       clearInterval(extend);
     }
@@ -211,6 +232,7 @@ export class Daemon {
     this.idleTimer.unref();
     if (this.stopping) return;
     this.stateValue = 'running';
+    this.loopDelay.enable();
     this.log.info({ version: VERSION, socket: fd !== undefined ? 'fd:3' : o.socketPath, watch: o.watch, state: dbPath, reserveRatio: o.reserveRatio, softWatermark: o.softWatermark, budgetTokens: o.budgetTokens ?? null }, 'contextd running');
   }
 
@@ -227,6 +249,7 @@ export class Daemon {
     await this.notifier?.stopping();
     if (this.watchdogTimer) clearInterval(this.watchdogTimer);
     if (this.idleTimer) clearInterval(this.idleTimer);
+    this.loopDelay.disable();
     this.collector.cancel();
     // Lines read but not applied are dropped and a read waiting for room goes on: closing the
     // tailer never waits for the backlog (harvests read transcripts themselves).
@@ -247,6 +270,7 @@ export class Daemon {
     // The warm snapshot holds every harvest before the store closes.
     this.warm?.close();
     this.tokenCache?.close();
+    this.derivedCache?.close();
     if (this.db?.open) {
       try {
         this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -472,7 +496,25 @@ export class Daemon {
           inMemory: s.released === undefined,
         };
       }),
+      load: this.loadStatus(),
       ...(this.proxy && this.options.proxy ? { proxy: this.proxyStatus() } : {}),
+    };
+  }
+
+  /** Memory, backlog and event-loop delay (daemon.status `load`). */
+  private loadStatus(): LoadStatus {
+    const m = process.memoryUsage();
+    const b = this.sessions?.backlog() ?? { queuedBytes: 0, queuedSessions: 0, sessionsInMemory: 0, plansInFlight: 0 };
+    const d = this.loopDelay;
+    const ms = (ns: number): number => Math.round(ns / 1e4) / 100;
+    return {
+      rssBytes: m.rss,
+      heapUsedBytes: m.heapUsed,
+      heapTotalBytes: m.heapTotal,
+      externalBytes: m.external,
+      arrayBuffersBytes: m.arrayBuffers,
+      ...b,
+      eventLoopDelayMs: d.count > 0 ? { p50: ms(d.percentile(50)), p99: ms(d.percentile(99)), max: ms(d.max) } : { p50: 0, p99: 0, max: 0 },
     };
   }
 }

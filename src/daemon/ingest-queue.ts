@@ -36,6 +36,13 @@ export class IngestQueue<K> {
     this.held += batch.bytes;
   }
 
+  /** Bytes of one session's batches waiting. */
+  bytesOf(key: K): number {
+    let n = 0;
+    for (const b of this.batches.get(key) ?? []) n += b.bytes;
+    return n;
+  }
+
   has(key: K): boolean {
     return this.batches.has(key);
   }

@@ -251,9 +251,12 @@ export class SessionLifecycle {
     return !this.planning && this.open.size === 0 && this.editedGeneration !== this.generation;
   }
 
-  /** The model at `version` was released from memory. */
-  released(version: number): void {
-    this.plannedAtRelease = this.lastPlannedVersion === version;
+  /**
+   * The model at `version` was released from memory; `unapplied`: lines read but not applied
+   * were dropped with it (the rebuild reads them from the transcript, so it was not planned from).
+   */
+  released(version: number, unapplied = false): void {
+    this.plannedAtRelease = !unapplied && this.lastPlannedVersion === version;
   }
 
   /** The model was rebuilt from the transcript (now at `version`): planned-from stays as it was. */

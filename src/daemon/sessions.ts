@@ -3,6 +3,7 @@ import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
 import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
+import type { DerivedDataCache } from '../model/index.js';
 import { applyPlan, archiveEntries, originalsOf, planCompaction, planStanding, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptPrefix, type ReadIdentity } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
@@ -48,6 +49,8 @@ export interface SessionManagerDeps {
   readonly tokenCounter: TokenCounter;
   /** Token counts of messages seen before (SQLite), so a restart does not re-tokenize. */
   readonly tokenCache?: TokenCountCache;
+  /** Term stats and fingerprints of messages analysed before (SQLite), so a cold plan after a restart reads them. */
+  readonly derivedCache?: DerivedDataCache;
   readonly summarizer: Summarizer;
   readonly headroomLog: HeadroomLog;
   readonly archive: Archive;
@@ -85,6 +88,16 @@ export const TURN_SLICE_MS = 4;
 export const PLAN_CONCURRENCY = 4;
 /** Bytes of read-but-unapplied transcript above which the tailer waits before reading more. */
 export const INGEST_HIGH_WATER_BYTES = 8 * 1024 * 1024;
+/**
+ * Transcript bytes per token, to count lines read but not applied against the memory budget
+ * (`memory.maxSessionTokens` bounds models and their queued lines together).
+ */
+export const QUEUED_BYTES_PER_TOKEN = 4;
+/**
+ * A reader held at the gate for one session looks again after this long even when nothing woke
+ * it (a safety net: a missed wake-up delays lines, never loses them).
+ */
+const READ_RECHECK_MS = 1_000;
 
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
@@ -148,6 +161,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly now: () => number;
   private options: LoopOptions;
   private closing = false;
+  /** After the first scan: a session's reads are held while its lines wait or its overdue plan is made (`room`). */
+  private steady = false;
+  /** Readers of a session held at the gate, woken when what held them clears. */
+  private readonly readWaiters = new Map<LiveSession, Set<() => void>>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -222,11 +239,56 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
-   * Resolves when the transcript bytes waiting to be applied fall to the high-water mark
-   * (undefined when they are below it already): the tailer asks before reading more.
+   * The tailer asks before reading more (of `file`): resolves when it may (undefined when it may
+   * at once). Always: once the transcript bytes waiting to be applied, over all sessions, fall to
+   * INGEST_HIGH_WATER_BYTES. After the first scan (`steadyState`) also, for `file`'s session:
+   * once its lines read before were applied (so a session has one read waiting at most, and what
+   * was appended meanwhile is read in one go), its model is rebuilt if it was released, and —
+   * when its model is over its budget — its due plan was made (a session whose plan is overdue
+   * reads no further: its model stays near its budget instead of growing while plans are behind,
+   * and plans of smaller models are faster). Lines held back stay in the transcript, past the
+   * tailer's offset: nothing is lost.
    */
-  room(): Promise<void> | undefined {
+  room(file?: string): Promise<void> | undefined {
+    const s = file !== undefined ? this.byFile.get(file) : undefined;
+    if (s && this.holdsReads(s)) return this.readsReleased(s).then(() => this.room(file));
     return this.queued.below(INGEST_HIGH_WATER_BYTES);
+  }
+
+  /** The first scan is over: hold each session's reads as `room` says. */
+  steadyState(): void {
+    this.steady = true;
+  }
+
+  /** Whether reads of `s`'s transcript wait (see `room`). */
+  private holdsReads(s: LiveSession): boolean {
+    if (!this.steady || this.closing || !this.current(s) || s.fed) return false;
+    if (this.queued.has(s) || s.restoring !== undefined) return true;
+    return (this.planQueue.has(s) || s.life.planning) && !s.released && s.model.headroom().headroom <= 0;
+  }
+
+  /** Resolves when `s`'s reads may go on (`wakeReaders`), or after READ_RECHECK_MS to look again. */
+  private readsReleased(s: LiveSession): Promise<void> {
+    return new Promise((resolve) => {
+      let waiters = this.readWaiters.get(s);
+      if (!waiters) this.readWaiters.set(s, (waiters = new Set()));
+      const list = waiters;
+      const wake = (): void => {
+        clearTimeout(timer);
+        list.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, READ_RECHECK_MS);
+      list.add(wake);
+    });
+  }
+
+  /** What held `s`'s reads may have cleared: its readers look again. */
+  private wakeReaders(s: LiveSession): void {
+    const waiters = this.readWaiters.get(s);
+    if (!waiters) return;
+    this.readWaiters.delete(s);
+    for (const wake of waiters) wake();
   }
 
   /** Resolves once every queued transcript batch has been applied (the daemon's first scan). */
@@ -272,6 +334,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     for (let b = this.queued.shift(s); b; b = this.queued.shift(s)) {
       if (s.fed || !this.current(s)) {
         this.queued.drop(s);
+        this.wakeReaders(s);
         return true;
       }
       try {
@@ -281,7 +344,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
       if (!more()) break;
     }
-    return !this.queued.has(s);
+    if (this.queued.has(s)) return false;
+    this.wakeReaders(s);
+    return true;
   }
 
   private apply(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
@@ -300,6 +365,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.afterChange(s);
   }
 
+  /** What the manager holds and has yet to do (daemon.status `load`). */
+  backlog(): { queuedBytes: number; queuedSessions: number; sessionsInMemory: number; plansInFlight: number } {
+    let inMemory = 0;
+    for (const s of this.sessions.values()) if (s.source === 'transcript' && !s.released) inMemory++;
+    return { queuedBytes: this.queued.bytes, queuedSessions: this.queued.size, sessionsInMemory: inMemory, plansInFlight: this.inFlight.size };
+  }
+
   /** Tokens held by the in-memory models of tailed sessions (what the memory budget bounds). */
   heldTokens(): number {
     let n = 0;
@@ -314,7 +386,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private enforceBudget(keep: LiveSession): void {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
-    if (budget.maxSessionTokens <= 0 || this.heldTokens() <= budget.maxSessionTokens) return;
+    if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queued.bytes / QUEUED_BYTES_PER_TOKEN <= budget.maxSessionTokens) return;
     for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
       const s = this.sessions.get(id);
       if (s) this.release(s, 'memory budget');
@@ -342,23 +414,31 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       .filter((s) => s.source === 'transcript' && !s.released)
       .map((s) => ({
         sessionId: s.sessionId,
-        tokens: s.model.tokens(),
+        // lines read and not applied count too: a release drops them (the rebuild reads them again)
+        tokens: s.model.tokens() + this.queued.bytesOf(s) / QUEUED_BYTES_PER_TOKEN,
         lastActivityAt: s.lastActivityAt,
-        releasable: s !== keep && s.fed === undefined && s.tailOffset !== undefined && s.life.releasable && !this.planQueue.has(s) && !this.queued.has(s) && s.restoring === undefined,
+        // (during the first scan a session's queue may hold all of it: released then, status would show it empty)
+        releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
         subscribed: this.subscribedTo(s),
       }));
   }
 
-  /** Drop a session's model and caches; it keeps its id, tail offset and lifecycle. */
+  /**
+   * Drop a session's model, caches and the lines read for it but not applied yet; it keeps its
+   * id, lifecycle and the offset read up to (the rebuild reads the dropped lines from the
+   * transcript again, and the tailer reads on from where it was: nothing is lost).
+   */
   private release(s: LiveSession, why: 'memory budget' | 'idle'): void {
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
-    s.life.released(s.model.version);
-    s.released = { offset: s.tailOffset ?? 0, headroom };
+    const dropped = this.queued.drop(s);
+    s.life.released(s.model.version, dropped > 0);
+    s.released = { offset: s.queuedOffset ?? s.tailOffset ?? 0, headroom };
     s.model = this.newModel(s.sessionId);
     s.summaryCache = new SummaryCache();
-    this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
+    this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, droppedBatches: dropped, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
+    this.wakeReaders(s);
     this.deps.memoryFreed?.();
   }
 
@@ -370,6 +450,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (s.released) {
       s.restoring ??= this.rebuild(s).finally(() => {
         s.restoring = undefined;
+        this.wakeReaders(s);
       });
       await s.restoring;
     }
@@ -403,6 +484,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const model = this.newModel(s.sessionId);
     model.applyAll(read.events);
     s.model = model;
+    s.tailOffset = r.offset;
     s.released = undefined;
     s.life.restored(model.version);
     this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length }, 'released session rebuilt from its transcript');
@@ -533,6 +615,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!s || s.fed) return;
     // Batches read before the rewrite describe what is gone.
     this.queued.drop(s);
+    this.wakeReaders(s);
     s.queuedOffset = undefined;
     s.model = this.newModel(sessionId);
     s.released = undefined;
@@ -554,6 +637,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.planWaiting.delete(s);
     this.queued.drop(s);
     this.sessions.delete(sessionId);
+    this.wakeReaders(s);
     this.byFile.delete(s.file);
     // a tailed session no longer names a conversation that is gone (the conversation's own link stays: harvest reads it)
     const linked = s.linkedSession !== undefined ? this.sessions.get(s.linkedSession) : undefined;
@@ -683,6 +767,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.deferredPlans.clear();
     this.planWaiting.clear();
     this.queued.releaseAll();
+    for (const s of [...this.readWaiters.keys()]) this.wakeReaders(s);
     for (const s of this.sessions.values()) {
       if (s.planTimer) clearTimeout(s.planTimer);
       s.planTimer = undefined;
@@ -713,6 +798,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       sessionId,
       tokenCounter: this.deps.tokenCounter,
       ...(this.deps.tokenCache ? { tokenCache: this.deps.tokenCache } : {}),
+      ...(this.deps.derivedCache ? { derivedCache: this.deps.derivedCache } : {}),
       reserveRatio: this.options.reserveRatio,
       ...(budgetTokens !== undefined ? { budgetTokens } : {}),
     });
@@ -847,6 +933,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.planWaiting.delete(s);
     this.planQueue.delete(s);
     this.deferredPlans.delete(s);
+    this.wakeReaders(s); // held for this plan: it starts now (reads stay held while it runs) or is not due
     // Decide again: the session may have changed while it waited.
     const zone = zoneOf(s.model.headroom(), this.options);
     const step = s.life.nextStep(zone, s.model.version, this.subscribedTo(s), this.now(), this.throttle());
@@ -916,6 +1003,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (dryRun) return work;
     const tracked: Promise<Planned | undefined> = work.finally(() => {
       if (s.planInFlight === tracked) s.planInFlight = undefined;
+      this.wakeReaders(s);
     });
     s.planInFlight = tracked;
     return tracked;

@@ -1,18 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { TokenCountCache } from '../model/tokens.js';
 import type { TokenCounts, TokenCountRow } from '../store/index.js';
 import { describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-
-/** Pending counts are written once this many have gathered (else on the next turn of the loop). */
-const FLUSH_AT = 2_000;
-
-/** SHA-1 of the texts, each followed by a NUL (so ['ab', 'c'] and ['a', 'bc'] differ). */
-function contentHash(texts: readonly string[]): Buffer {
-  const h = createHash('sha1');
-  for (const t of texts) h.update(t, 'utf8').update('\u0000');
-  return h.digest();
-}
+import { contentHash, WriteBehind } from './write-behind.js';
 
 /**
  * The daemon's token-count cache: SHA-1 of a message's texts → their counts, in SQLite
@@ -27,16 +17,15 @@ function pendingKey(encoding: string, hash: Buffer): string {
 }
 
 export class SqliteTokenCountCache implements TokenCountCache {
-  private readonly pending = new Map<string, TokenCountRow>();
-  private scheduled: NodeJS.Immediate | undefined;
+  private readonly pending: WriteBehind<TokenCountRow>;
   private readonly log: Logger;
-  private closed = false;
 
   constructor(
     private readonly store: TokenCounts,
     logger: Logger,
   ) {
     this.log = logger.child({ component: 'token-cache' });
+    this.pending = new WriteBehind((rows) => store.putMany(rows), this.log, 'token counts not cached; they will be counted again after a restart');
   }
 
   get(encoding: string, texts: readonly string[]): readonly number[] | undefined {
@@ -68,30 +57,17 @@ export class SqliteTokenCountCache implements TokenCountCache {
   }
 
   set(encoding: string, texts: readonly string[], counts: readonly number[]): void {
-    if (this.closed) return;
     const hash = contentHash(texts);
-    this.pending.set(pendingKey(encoding, hash), { encoding, hash, counts: [...counts] });
-    if (this.pending.size >= FLUSH_AT) this.flush();
-    else this.scheduled ??= setImmediate(() => this.flush());
+    this.pending.add(pendingKey(encoding, hash), { encoding, hash, counts: [...counts] });
   }
 
   /** Write what is pending now (also called on close). */
   flush(): void {
-    if (this.scheduled) clearImmediate(this.scheduled);
-    this.scheduled = undefined;
-    if (this.pending.size === 0) return;
-    const rows = [...this.pending.values()];
-    this.pending.clear();
-    try {
-      this.store.putMany(rows);
-    } catch (err) {
-      this.log.warn({ err: describeError(err), rows: rows.length }, 'token counts not cached; they will be counted again after a restart');
-    }
+    this.pending.flush();
   }
 
   /** Flush and stop caching (before the database closes). */
   close(): void {
-    this.flush();
-    this.closed = true;
+    this.pending.close();
   }
 }

@@ -33,10 +33,11 @@ export interface TailerOptions {
   /** Clock for the live window (default Date.now). */
   readonly now?: (() => number) | undefined;
   /**
-   * Backpressure: asked before each read; while the promise it returns is pending, no more is
-   * read (the consumer has a backlog). Undefined means read on.
+   * Backpressure: asked before each read of `file`; while the promise it returns is pending, no
+   * more of it is read (the consumer has a backlog: its offset stays, so nothing is lost, and the
+   * bytes appended meanwhile are read in one go). Undefined means read on.
    */
-  readonly gate?: (() => Promise<void> | undefined) | undefined;
+  readonly gate?: ((file: string) => Promise<void> | undefined) | undefined;
 }
 
 export interface ResolvedTailerOptions {
@@ -52,7 +53,7 @@ export interface ResolvedTailerOptions {
   readonly warnIntervalMs: number;
   readonly logger: Logger;
   readonly now: () => number;
-  readonly gate: (() => Promise<void> | undefined) | undefined;
+  readonly gate: ((file: string) => Promise<void> | undefined) | undefined;
 }
 
 const schema = z
@@ -69,7 +70,7 @@ const schema = z
     warnIntervalMs: z.number().int().positive().optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as { child?: unknown }).child === 'function').optional(),
     now: z.custom<() => number>((v) => typeof v === 'function').optional(),
-    gate: z.custom<() => Promise<void> | undefined>((v) => typeof v === 'function').optional(),
+    gate: z.custom<(file: string) => Promise<void> | undefined>((v) => typeof v === 'function').optional(),
   })
   .strict();
 

@@ -587,7 +587,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     let size = s.size;
     let first = true;
     while (this.active && !st.gone) {
-      const wait = this.options.gate?.();
+      const wait = this.options.gate?.(st.file);
       if (wait) await wait;
       if (!this.active || st.gone) break;
       // The first read starts FINGERPRINT_BYTES early: the bytes before the offset must still be ours.

@@ -12,10 +12,12 @@
  *   resume and clear) and its PostCompact hook cannot add context, so the re-injection is
  *   Claude-only (docs/integrations.md).
  */
+import { existsSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { AgentName } from './answer.js';
-import { isContextdHookCommand, readSettings, withHooks, withoutHooks, writeSettings, type HookSpec } from './hook-settings.js';
+import { isContextdHookCommand, readSettings, shellQuote, withHooks, withoutHooks, writeSettings, type HookSpec } from './hook-settings.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -41,6 +43,35 @@ export function defaultSettingsPath(agent: AgentName, env: Env = process.env): s
   const home = env['HOME'] ?? homedir();
   if (agent === 'claude-code') return join(home, '.claude', 'settings.json');
   return join(env['CODEX_HOME'] ?? join(home, '.codex'), 'hooks.json');
+}
+
+/**
+ * Unset for the hook process: Node reads every certificate in `NODE_EXTRA_CA_CERTS` at start-up,
+ * before any of our code runs (~40 ms of CPU for a system bundle of ~150 certificates), and the
+ * hook makes no TLS connection. `env -u` (GNU, BSD and BusyBox env) works whatever shell the
+ * agent runs the command with; an empty value would do as well in sh, but not in csh or fish.
+ */
+export const HOOK_UNSET_ENV = ['NODE_EXTRA_CA_CERTS'] as const;
+
+/**
+ * The launcher `contextd hook` should run: bin/contextd.js of this package (it routes `hook`
+ * to the CommonJS bundle, the shortest start-up), whichever way install was started (the bin,
+ * `node dist/src/cli/main.js`, or the sources under a TypeScript loader); else the running script.
+ */
+function hookLauncher(): string {
+  // This module is dist/src/integrations/install.js when built, src/integrations/install.ts in the sources.
+  const rel = /\/dist\/src\/integrations\/[^/]+$/.test(import.meta.url) ? '../../../bin/contextd.js' : '../../bin/contextd.js';
+  const path = fileURLToPath(new URL(rel, import.meta.url));
+  if (existsSync(path)) return realpathSync(path);
+  return process.argv[1] ? realpathSync(process.argv[1]) : 'contextd';
+}
+
+/** The shell command an agent runs for one hook event (`env -u …` node launcher `hook AGENT` flags). */
+export function hookCommand(agent: AgentName, flags: { socket?: string | undefined; state?: string | undefined }): string {
+  const parts = ['env', ...HOOK_UNSET_ENV.flatMap((name) => ['-u', name]), process.execPath, hookLauncher(), 'hook', agent];
+  if (flags.socket) parts.push('--socket', resolve(flags.socket));
+  if (flags.state) parts.push('--state', resolve(flags.state));
+  return parts.map(shellQuote).join(' ');
 }
 
 export interface InstallResult {

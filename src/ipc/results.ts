@@ -188,6 +188,20 @@ export const StatusResultSchema = z.looseObject({
   server: z.looseObject({ name: z.string(), version: z.string() }),
   uptimeSeconds: z.number(),
   sessions: z.array(SessionStatusSchema),
+  /** Memory, backlog and event-loop delay (daemon LoadStatus; absent from older daemons). */
+  load: z
+    .looseObject({
+      rssBytes: z.number(),
+      heapUsedBytes: z.number(),
+      externalBytes: z.number(),
+      arrayBuffersBytes: z.number(),
+      queuedBytes: z.number(),
+      queuedSessions: z.number(),
+      sessionsInMemory: z.number(),
+      plansInFlight: z.number(),
+      eventLoopDelayMs: z.looseObject({ p50: z.number(), p99: z.number(), max: z.number() }),
+    })
+    .optional(),
 });
 export type StatusResult = z.infer<typeof StatusResultSchema>;
 

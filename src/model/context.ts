@@ -7,9 +7,12 @@ import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
 import { SharedBins, similarity, type DensityFeatures } from './density.js';
 
+import { analyseFragmentText, MIN_CACHED_TEXT_CHARS, type DerivedDataCache, type TextAnalysis } from './derived.js';
 import {
   buildEntry,
   computeFeatures,
+  deriveFragment,
+  fragmentText,
   groupKeyOf,
   projectEntry,
   projectFragments,
@@ -76,6 +79,13 @@ export class LiveContext {
   /** Sections whose best newer match must be searched again. */
   private readonly densityStale = new Set<SectionRec>();
   readonly index = new TermIndex();
+  /**
+   * Whether the fragments' derived data (term stats, fingerprints) and the term index exist:
+   * false until a scoring pass first needs them (`ensureDerived`), so a session built and never
+   * planned (a first scan, a status read) never computes them; from then on kept up to date
+   * at each change, until `dropDerived`.
+   */
+  private derived = false;
   private nextSectionNo = 1;
   private nextSeq = 1;
   totalTokens = 0;
@@ -92,7 +102,72 @@ export class LiveContext {
   constructor(
     private readonly counter: TokenCounter,
     private readonly tokenCache?: TokenCountCache,
+    private readonly derivedCache?: DerivedDataCache,
   ) {}
+
+  /**
+   * Computes the derived data of every live fragment (read from the derived cache when it has
+   * it, else analysed and handed to the cache) and indexes every live section's terms. Once
+   * done, changes keep it up to date; a no-op until `dropDerived`.
+   */
+  ensureDerived(): void {
+    if (this.derived) return;
+    const frags: Fragment[] = [];
+    for (const e of this.entries) for (const f of e.frags) if (f.section !== undefined && f.stats === undefined) frags.push(f);
+    this.analyse(frags);
+    for (const rec of this.recs) {
+      if (!rec.live) continue;
+      rec.stats = recomputeStats(rec, this.index);
+      this.index.add(rec.stats);
+    }
+    this.derived = true;
+  }
+
+  /**
+   * Forgets every fragment's derived data and the term index (memory pressure): the next
+   * scoring pass derives them again (from the derived cache, when it holds them).
+   */
+  dropDerived(): void {
+    if (!this.derived) return;
+    for (const e of this.entries) {
+      for (const f of e.frags) {
+        f.stats = undefined;
+        f.features = undefined;
+      }
+    }
+    for (const rec of this.recs) {
+      rec.stats = EMPTY_TERM_VECTOR;
+      rec.features = undefined;
+      for (const x of rec.argmaxOf) x.maxNewerRec = undefined;
+      rec.argmaxOf.clear();
+      rec.maxNewerRec = undefined;
+      rec.maxNewer = 0;
+      if (rec.live) this.featuresDirty.add(rec);
+    }
+    this.densityStale.clear();
+    this.index.clear();
+    this.derived = false;
+  }
+
+  /** Derived data for fragments: cached analyses looked up in one batch, the rest computed and cached. */
+  private analyse(frags: readonly Fragment[]): void {
+    if (frags.length === 0) return;
+    const texts = frags.map(fragmentText);
+    const asked = this.derivedCache ? texts.flatMap((t, i) => (t.length >= MIN_CACHED_TEXT_CHARS ? [i] : [])) : [];
+    const hits = asked.length > 0 ? (this.derivedCache?.getMany(asked.map((i) => texts[i] as string)) ?? []) : [];
+    const known = new Map<number, TextAnalysis | undefined>(asked.map((i, k) => [i, hits[k]]));
+    const fresh: { text: string; analysis: TextAnalysis }[] = [];
+    frags.forEach((f, i) => {
+      const text = texts[i] as string;
+      let analysis = known.get(i);
+      if (!analysis) {
+        analysis = analyseFragmentText(text);
+        if (known.has(i)) fresh.push({ text, analysis });
+      }
+      deriveFragment(f, analysis, this.index);
+    });
+    if (fresh.length > 0) this.derivedCache?.setMany(fresh);
+  }
 
   /**
    * The live messages in order (split messages show only their live parts). Kept between
@@ -163,7 +238,8 @@ export class LiveContext {
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
     if (firstEntry && firstEntry.frags.some((f) => f.section !== undefined && !doomed.has(f.section))) at++;
-    const entry = buildEntry(message, this.counter, this.index);
+    const entry = buildEntry(message, this.counter);
+    if (this.derived) this.analyse(entry.frags);
     const goneEntries = new Set<Entry>();
     for (const rec of recs) {
       for (const f of rec.frags) {
@@ -282,7 +358,8 @@ export class LiveContext {
 
   /** `counts`: the message's token counts when already known (a batch looked up by `countMessages`). */
   appendMessage(message: Message, counts?: readonly number[]): void {
-    const entry = buildEntry(message, this.counter, this.index, this.tokenCache, counts);
+    const entry = buildEntry(message, this.counter, this.tokenCache, counts);
+    if (this.derived) this.analyse(entry.frags);
     this.entries.push(entry);
     this.entryById.set(message.id, entry);
     // an appended message is whole (no part of it compacted yet): the list grows by itself
@@ -385,7 +462,7 @@ export class LiveContext {
       rec.frags.push(f);
       rec.tokens += f.tokens;
     }
-    rec.stats = recomputeStats(rec);
+    if (this.derived) rec.stats = recomputeStats(rec, this.index);
     return rec;
   }
 
@@ -398,11 +475,19 @@ export class LiveContext {
   registerRec(rec: SectionRec): void {
     this.recById.set(rec.id, rec);
     this.totalTokens += rec.tokens;
-    this.index.add(rec.stats);
+    if (this.derived) this.index.add(rec.stats);
     let g = this.groups.get(rec.groupKey);
     if (!g) this.groups.set(rec.groupKey, (g = new Set()));
     g.add(rec);
     this.featuresDirty.add(rec);
+  }
+
+  /** A section's fragments changed: its term stats are merged again (once derived). */
+  private reindex(rec: SectionRec): void {
+    if (!this.derived) return;
+    this.index.remove(rec.stats);
+    rec.stats = recomputeStats(rec, this.index);
+    this.index.add(rec.stats);
   }
 
   private attach(rec: SectionRec, frag: Fragment): void {
@@ -411,9 +496,7 @@ export class LiveContext {
     forgetMessages(rec);
     rec.tokens += frag.tokens;
     this.totalTokens += frag.tokens;
-    this.index.remove(rec.stats);
-    rec.stats = recomputeStats(rec);
-    this.index.add(rec.stats);
+    this.reindex(rec);
     this.featuresDirty.add(rec);
   }
 
@@ -435,9 +518,7 @@ export class LiveContext {
     }
     rec.tokens -= frag.tokens;
     this.totalTokens -= frag.tokens;
-    this.index.remove(rec.stats);
-    rec.stats = recomputeStats(rec);
-    this.index.add(rec.stats);
+    this.reindex(rec);
     if (frag.part === 'call' && rec.callId !== undefined && this.callSections.get(rec.callId) === rec) {
       this.callSections.delete(rec.callId);
       this.orphans.set(rec.callId, rec);
@@ -453,7 +534,7 @@ export class LiveContext {
     this.recsHaveDead = true;
     this.recById.delete(rec.id);
     this.totalTokens -= rec.tokens;
-    this.index.remove(rec.stats);
+    if (this.derived) this.index.remove(rec.stats);
     const g = this.groups.get(rec.groupKey);
     if (g) {
       g.delete(rec);

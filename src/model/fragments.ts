@@ -4,9 +4,10 @@
  * fragments), and section records. Not exported from the barrel.
  */
 import type { Message, ToolCall } from './messages.js';
-import { featuresOfShingles, mergeFeatures, type DensityFeatures } from './density.js';
-import { analyseText, looksLikeStackTrace } from '../text/index.js';
-import { mergeTermVectors, type TermIndex, type TermVector } from './relevance.js';
+import { mergeFeatures, type DensityFeatures } from './density.js';
+import { looksLikeStackTrace } from '../text/index.js';
+import type { TermIndex, TermVector } from './relevance.js';
+import type { TextAnalysis } from './derived.js';
 import { countTexts, countTextsMany, IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCountCache, type TokenCounter } from './tokens.js';
 
 export type FragmentPart = 'whole' | 'text' | 'call' | 'result';
@@ -19,8 +20,9 @@ export interface Entry {
 }
 
 /**
- * The part of a message owned by exactly one section. Its tokens, term stats and shingle
- * fingerprint are computed once, at ingest; its text is not kept (the message holds it).
+ * The part of a message owned by exactly one section. Its tokens are counted once, at ingest;
+ * its term stats and shingle fingerprint (`derive`) once a scoring pass first needs them. Its
+ * text is not kept (the message holds it: `fragmentText`).
  */
 export interface Fragment {
   readonly entry: Entry;
@@ -30,8 +32,10 @@ export interface Fragment {
   tokens: number;
   /** The part of `tokens` that is the message's framing overhead (MESSAGE_OVERHEAD_TOKENS on one fragment, else 0). */
   overhead: number;
-  readonly stats: TermVector;
-  readonly features: DensityFeatures;
+  /** Term stats, interned in the session's index; undefined until derived. */
+  stats: TermVector | undefined;
+  /** Shingle fingerprint; undefined until derived. */
+  features: DensityFeatures | undefined;
   /** A tool result that failed or reads like a stack trace. */
   readonly error: boolean;
   section: SectionRec | undefined;
@@ -98,24 +102,43 @@ export function hasPart(rec: SectionRec, part: FragmentPart): boolean {
   return rec.frags.some((f) => f.part === part);
 }
 
-/** Term stats of a section: its fragment's own (shared, never mutated) or a fresh merge. */
-export function recomputeStats(rec: SectionRec): TermVector {
-  const only = rec.frags.length === 1 ? rec.frags[0] : undefined;
-  if (only) return only.stats;
-  return mergeTermVectors(rec.frags.map((f) => f.stats));
+function derivedOf<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error('fragment read before its derived data was computed');
+  return value;
 }
 
-/** Density features of a section: its fragments' fingerprints merged (no text is re-read). */
+/** Term stats of a section: its fragment's own (shared, never mutated) or a fresh merge. Its fragments are derived. */
+export function recomputeStats(rec: SectionRec, terms: TermIndex): TermVector {
+  const only = rec.frags.length === 1 ? rec.frags[0] : undefined;
+  if (only) return derivedOf(only.stats);
+  return terms.merge(rec.frags.map((f) => derivedOf(f.stats)));
+}
+
+/** Density features of a section: its fragments' fingerprints merged (no text is re-read). Its fragments are derived. */
 export function computeFeatures(rec: SectionRec): DensityFeatures {
-  return mergeFeatures(rec.frags.map((f) => f.features));
+  return mergeFeatures(rec.frags.map((f) => derivedOf(f.features)));
+}
+
+/** The text a fragment's derived data is computed from (see `buildEntry`). */
+export function fragmentText(frag: Fragment): string {
+  const { message } = frag.entry;
+  if (frag.part === 'call' && frag.call) return `${frag.call.name} ${frag.call.arguments}`;
+  if (frag.part === 'result') return message.text;
+  return message.reasoning ? `${message.text}\n${message.reasoning}` : message.text;
+}
+
+/** Gives a fragment its derived data, its terms interned in the session's `terms`. */
+export function deriveFragment(frag: Fragment, analysis: TextAnalysis, terms: TermIndex): void {
+  frag.stats = terms.intern(analysis.stats);
+  frag.features = analysis.features;
 }
 
 /**
  * Splits a message into fragments, counting its tokens exactly once:
  * text + reasoning + each tool call's name and arguments + MESSAGE_OVERHEAD_TOKENS +
  * imageCount × IMAGE_TOKEN_ESTIMATE. The overhead and image estimate go to the text
- * fragment, or to the first call fragment when there is no text. Terms are interned in the
- * session's `terms` dictionary. With a `cache`, the counts of
+ * fragment, or to the first call fragment when there is no text. Derived data (term stats,
+ * fingerprints) is left for `deriveFragment`. With a `cache`, the counts of
  * a message seen before (same texts) are read back instead.
  */
 /** The texts of a message that are counted, in order: text, reasoning, then each call's name and arguments. */
@@ -130,35 +153,33 @@ export function countMessages(messages: readonly Message[], counter: TokenCounte
 }
 
 /** `counts`: the message's counts when already known (`countMessages`), else counted or looked up here. */
-export function buildEntry(message: Message, counter: TokenCounter, terms: TermIndex, cache?: TokenCountCache, known?: readonly number[]): Entry {
+export function buildEntry(message: Message, counter: TokenCounter, cache?: TokenCountCache, known?: readonly number[]): Entry {
   const entry: Entry = { message, frags: [], live: true };
   const fixed = MESSAGE_OVERHEAD_TOKENS + (message.imageCount ?? 0) * IMAGE_TOKEN_ESTIMATE;
   const calls = message.role === 'assistant' ? (message.toolCalls ?? []) : [];
-  const textAndReasoning = message.reasoning ? `${message.text}\n${message.reasoning}` : message.text;
-  const mk = (part: FragmentPart, tokens: number, text: string, call?: ToolCall, error = false): Fragment => {
-    const { stats, shingles } = analyseText(text);
+  const mk = (part: FragmentPart, tokens: number, call?: ToolCall, error = false): Fragment => {
     const overhead = entry.frags.length === 0 ? MESSAGE_OVERHEAD_TOKENS : 0;
-    return { entry, part, ...(call ? { call } : {}), tokens, overhead, stats: terms.intern(stats), features: featuresOfShingles(shingles), error, section: undefined };
+    return { entry, part, ...(call ? { call } : {}), tokens, overhead, stats: undefined, features: undefined, error, section: undefined };
   };
   // Every text of the message, counted (or looked up) together.
   const counts = known ?? countTexts(counter, countedTexts(message), cache);
   const at = (i: number): number => counts[i] ?? 0;
   if (message.role === 'tool') {
     const error = message.isError === true || looksLikeStackTrace(message.text);
-    entry.frags.push(mk('result', at(0) + fixed, message.text, undefined, error));
+    entry.frags.push(mk('result', at(0) + fixed, undefined, error));
     return entry;
   }
   if (calls.length === 0) {
-    entry.frags.push(mk('whole', at(0) + at(1) + fixed, textAndReasoning));
+    entry.frags.push(mk('whole', at(0) + at(1) + fixed));
     return entry;
   }
   const hasText = message.text.trim().length > 0 || (message.reasoning ?? '').trim().length > 0;
   if (hasText) {
-    entry.frags.push(mk('text', at(0) + at(1) + fixed, textAndReasoning));
+    entry.frags.push(mk('text', at(0) + at(1) + fixed));
   }
   calls.forEach((call, i) => {
     const tokens = at(2 + 2 * i) + at(3 + 2 * i) + (!hasText && i === 0 ? fixed : 0);
-    entry.frags.push(mk('call', tokens, `${call.name} ${call.arguments}`, call));
+    entry.frags.push(mk('call', tokens, call));
   });
   return entry;
 }

@@ -11,11 +11,11 @@
  * the other score factors still order it). When no section matches (or there is no goal yet)
  * every section gets 1: relevance then carries no signal and does not distort the score.
  *
- * Term statistics per section are computed once at insert (see text.ts); document frequencies
+ * Term statistics per fragment are derived when first scored (derived.ts); document frequencies
  * are maintained incrementally here; scoring runs lazily over all sections without any
  * tokenizer call.
  */
-import { ownCopy, type TermStats } from '../text/index.js';
+import type { TermHashes } from './derived.js';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -44,58 +44,133 @@ export interface PreparedQuery {
 /** A vector without terms (shared, frozen). */
 export const EMPTY_TERM_VECTOR: TermVector = Object.freeze({ pairs: new Uint32Array(0), length: 0 });
 
-/** Sum of several vectors (a section made of several fragments); first-seen order is kept. */
-export function mergeTermVectors(parts: readonly TermVector[]): TermVector {
-  const tf = new Map<number, number>();
-  let length = 0;
-  for (const p of parts) {
-    const { pairs } = p;
-    for (let i = 0; i < pairs.length; i += 2) tf.set(pairs[i] as number, (tf.get(pairs[i] as number) ?? 0) + (pairs[i + 1] as number));
-    length += p.length;
+/**
+ * Term hash → id, open addressing over typed arrays: the keys are 52-bit doubles, which a Map
+ * boxes and hashes slowly, and a cold plan looks up every term of every message once.
+ */
+class TermIds {
+  private keys = new Float64Array(2048);
+  private vals = new Int32Array(2048).fill(-1);
+  private mask = 2047;
+  size = 0;
+
+  private static slot(key: number, mask: number): number {
+    let h = Math.imul((key >>> 0) ^ Math.floor(key / 0x100000000), 0x9e3779b1);
+    h ^= h >>> 15;
+    return h & mask;
   }
-  if (tf.size === 0) return EMPTY_TERM_VECTOR;
-  const pairs = new Uint32Array(tf.size * 2);
-  let j = 0;
-  for (const [id, n] of tf) {
-    pairs[j++] = id;
-    pairs[j++] = n;
+
+  /** The id of `key`, or -1. */
+  get(key: number): number {
+    for (let i = TermIds.slot(key, this.mask); ; i = (i + 1) & this.mask) {
+      const v = this.vals[i] as number;
+      if (v < 0 || this.keys[i] === key) return v;
+    }
   }
-  return { pairs, length };
+
+  /** Adds a key not present yet, with the next id; returns it. */
+  add(key: number): number {
+    if ((this.size + 1) * 2 > this.vals.length) this.grow();
+    const id = this.size++;
+    this.place(key, id);
+    return id;
+  }
+
+  clear(): void {
+    this.keys = new Float64Array(2048);
+    this.vals = new Int32Array(2048).fill(-1);
+    this.mask = 2047;
+    this.size = 0;
+  }
+
+  private place(key: number, id: number): void {
+    let i = TermIds.slot(key, this.mask);
+    while ((this.vals[i] as number) >= 0) i = (i + 1) & this.mask;
+    this.keys[i] = key;
+    this.vals[i] = id;
+  }
+
+  private grow(): void {
+    const { keys, vals } = this;
+    this.keys = new Float64Array(keys.length * 2);
+    this.vals = new Int32Array(vals.length * 2).fill(-1);
+    this.mask = this.vals.length - 1;
+    for (let i = 0; i < vals.length; i++) if ((vals[i] as number) >= 0) this.place(keys[i] as number, vals[i] as number);
+  }
 }
 
 /**
  * The session's term dictionary and the document frequencies over its live sections, both
- * maintained incrementally. Each distinct term is held once (`intern`); ids stay valid until
+ * maintained incrementally. Each distinct term is held once, as its hash (`intern`: no term
+ * string is kept); ids stay valid until
  * `clear()`, also when a term's document frequency drops to 0.
  */
 export class TermIndex {
-  private readonly ids = new Map<string, number>();
+  /** Term hash (see TermHashes) → id. */
+  private readonly ids = new TermIds();
   private df = new Uint32Array(1024);
+  /** Per term id: where `merge` put it in the vector being built, or -1 (all -1 between calls). */
+  private slot = new Int32Array(1024).fill(-1);
   private docs = 0;
   private totalLength = 0;
 
   /** The vector of `stats`, its terms given ids (new terms are added to the dictionary). */
-  intern(stats: TermStats): TermVector {
-    const { terms, counts } = stats;
-    if (terms.length === 0) return EMPTY_TERM_VECTOR;
-    const pairs = new Uint32Array(terms.length * 2);
-    for (let i = 0; i < terms.length; i++) {
-      const t = terms[i] as string;
+  intern(stats: TermHashes): TermVector {
+    const { hashes, counts } = stats;
+    if (hashes.length === 0) return EMPTY_TERM_VECTOR;
+    const pairs = new Uint32Array(hashes.length * 2);
+    for (let i = 0; i < hashes.length; i++) {
+      const t = hashes[i] as number;
       let id = this.ids.get(t);
-      if (id === undefined) {
-        id = this.ids.size;
-        // a new term outlives its message: held as its own string, not a view of the message's text
-        this.ids.set(ownCopy(t), id);
+      if (id < 0) {
+        id = this.ids.add(t);
         if (id >= this.df.length) {
           const grown = new Uint32Array(this.df.length * 2);
           grown.set(this.df);
           this.df = grown;
+          const slot = new Int32Array(grown.length).fill(-1);
+          slot.set(this.slot);
+          this.slot = slot;
         }
       }
       pairs[2 * i] = id;
       pairs[2 * i + 1] = counts[i] as number;
     }
     return { pairs, length: stats.length };
+  }
+
+  /**
+   * Sum of several vectors of this index (a section made of several fragments), terms in
+   * first-seen order: one pass with a slot per term id instead of a map (a cold plan merges
+   * every call section's call and result).
+   */
+  merge(parts: readonly TermVector[]): TermVector {
+    let n = 0;
+    let length = 0;
+    for (const p of parts) {
+      n += p.pairs.length;
+      length += p.length;
+    }
+    if (n === 0) return EMPTY_TERM_VECTOR;
+    const out = new Uint32Array(n);
+    const { slot } = this;
+    let j = 0;
+    for (const { pairs } of parts) {
+      for (let i = 0; i < pairs.length; i += 2) {
+        const id = pairs[i] as number;
+        const at = slot[id] as number;
+        if (at >= 0) {
+          out[at + 1]! += pairs[i + 1] as number;
+        } else {
+          slot[id] = j;
+          out[j] = id;
+          out[j + 1] = pairs[i + 1] as number;
+          j += 2;
+        }
+      }
+    }
+    for (let k = 0; k < j; k += 2) slot[out[k] as number] = -1;
+    return { pairs: j === n ? out : out.slice(0, j), length };
   }
 
   /** Distinct terms in the dictionary (live or not). */
@@ -123,6 +198,7 @@ export class TermIndex {
   clear(): void {
     this.ids.clear();
     this.df = new Uint32Array(1024);
+    this.slot = new Int32Array(1024).fill(-1);
     this.docs = 0;
     this.totalLength = 0;
   }

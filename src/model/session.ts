@@ -15,6 +15,7 @@ import { countMessages, type SectionRec } from './fragments.js';
 import { DEFAULT_HALF_LIFE_SECONDS, DEFAULT_HALF_LIFE_TURNS } from './recency.js';
 import { scoreAll, SUMMARY_ID_PREFIX } from './scoring.js';
 import { createTokenCounter, type TokenCountCache, type TokenCounter } from './tokens.js';
+import type { DerivedDataCache } from './derived.js';
 import type { Budget, HeadroomSnapshot, Section } from './types.js';
 
 export interface SessionModelOptions {
@@ -23,6 +24,8 @@ export interface SessionModelOptions {
   readonly tokenCounter?: TokenCounter;
   /** Counts of messages seen before (e.g. before a restart), read back instead of tokenizing. */
   readonly tokenCache?: TokenCountCache;
+  /** Term stats and fingerprints of fragments analysed before (e.g. before a restart), read back instead of analysing. */
+  readonly derivedCache?: DerivedDataCache;
   /** Context window override (config / CLI); wins over reported and preset windows. */
   readonly budgetTokens?: number;
   /** Share of the window kept free; default 0.15. */
@@ -108,7 +111,7 @@ export class SessionModel {
     this.halfLifeTurns = halfLifeTurns;
     this.halfLifeSeconds = halfLifeSeconds;
     this.tokenCache = options.tokenCache;
-    this.ctx = new LiveContext(this.counter, options.tokenCache);
+    this.ctx = new LiveContext(this.counter, options.tokenCache, options.derivedCache);
   }
 
   // ---------------------------------------------------------------- events
@@ -337,9 +340,22 @@ export class SessionModel {
     this.calibrator.clear();
   }
 
-  /** Recomputes density features of changed sections, then rescoring if anything changed. */
+  /**
+   * Frees the per-message derived data (term stats, fingerprints) and the scores built on it
+   * (memory pressure): the next read of scores derives it again, from the derived cache when it
+   * holds it. Tokens, sections and messages are kept.
+   */
+  dropDerived(): void {
+    this.ctx.dropDerived();
+    this.scoreDirty = true;
+    this.scored = [];
+    this.scoredById = new Map();
+  }
+
+  /** Derives what was never derived, recomputes density features of changed sections, then rescoring if anything changed. */
   private ensureScored(): void {
     if (!this.scoreDirty) return;
+    this.ctx.ensureDerived();
     this.ctx.refreshDensity();
     this.scored = Object.freeze(
       scoreAll({

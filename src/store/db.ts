@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
 
@@ -14,6 +15,27 @@ export interface OpenDbOptions {
   readonly readonly?: boolean;
 }
 
+let addonPath: string | null | undefined;
+
+/**
+ * better-sqlite3's compiled addon, handed to it directly. Its own lookup (the `bindings`
+ * package) finds the package from the caller's stack frame and probes a dozen paths: that
+ * fails where better-sqlite3's JavaScript is bundled (the hook's chunks in dist/hook, see
+ * rolldown.config.js) and is start-up work besides. Undefined (its own lookup) when the addon is
+ * not at its usual place.
+ */
+function sqliteAddon(): string | undefined {
+  if (addonPath === undefined) {
+    try {
+      const path = join(dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+      addonPath = existsSync(path) ? path : null;
+    } catch {
+      addonPath = null;
+    }
+  }
+  return addonPath ?? undefined;
+}
+
 /**
  * Open (creating if needed) the SQLite state file in WAL mode and bring its schema up to date.
  * `:memory:` is accepted for throwaway stores.
@@ -25,7 +47,8 @@ export function openDb(path: string, options: OpenDbOptions = {}): Db {
   }
   let db: Db;
   try {
-    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    const nativeBinding = sqliteAddon();
+    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false, ...(nativeBinding !== undefined ? { nativeBinding } : {}) });
   } catch (err) {
     throw new ContextdError(ErrorCode.STORE_FAILED, `cannot open state database ${path}: ${describeError(err)}`, { path }, { cause: err });
   }

@@ -6,9 +6,9 @@
  * candidates until they recur in a second session (`PATTERN_PROMOTION_SESSIONS`).
  * Functions here run inside the caller's transaction (see templates.ts); they never await.
  */
-import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
 import { DEFAULT_HALF_LIFE_MS, confidenceFromEvidence, decayFactor, itemConfidence } from './confidence.js';
+import { sha1Hex } from '../util/sha1.js';
 
 export { DEFAULT_HALF_LIFE_MS, confidenceFromEvidence, decayFactor, itemConfidence };
 
@@ -70,7 +70,7 @@ export function normalizeText(text: string): string {
 
 /** Dedup key of a text: 16 hex chars of sha1 over its normalized form. */
 export function normalizedHash(text: string): string {
-  return createHash('sha1').update(normalizeText(text)).digest('hex').slice(0, 16);
+  return sha1Hex(normalizeText(text)).slice(0, 16);
 }
 
 interface KnowledgeRow {

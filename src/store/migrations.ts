@@ -216,4 +216,17 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS harvested_by_content ON harvested_sessions(content_hash);
     `,
   },
+  {
+    version: 7,
+    name: 'derived data of messages (term stats, fingerprints) by content hash',
+    // id orders rows by write, for the size bound (store/derived-data.ts).
+    sql: `
+      CREATE TABLE IF NOT EXISTS derived_data (
+        id       INTEGER PRIMARY KEY,
+        hash     BLOB NOT NULL UNIQUE,
+        version  INTEGER NOT NULL,
+        data     BLOB NOT NULL
+      );
+    `,
+  },
 ];

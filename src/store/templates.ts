@@ -7,7 +7,6 @@
  * derived from evidence and decays with age on read; `decay(now)` deletes what fell below a
  * floor. Every write is one synchronous transaction. Text search uses SQLite FTS5 (BM25).
  */
-import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
 import type { TaskType } from '../text/index.js';
@@ -26,6 +25,7 @@ import {
   type UserPattern,
   type UserPatternInput,
 } from './knowledge.js';
+import { sha1Hex } from '../util/sha1.js';
 
 /** Version of the template record shape (stored per row and in exports). */
 export const TEMPLATE_SCHEMA_VERSION = 1;
@@ -318,7 +318,7 @@ export class TemplateStore {
             )
             .run(isNew ? 1 : 0, input.value.score, JSON.stringify(input.value.breakdown), input.value.score, input.systemDigest, input.at, templateId);
         } else {
-          templateId = `t-${createHash('sha1').update(`${input.sessionId}\0${input.fingerprint}`).digest('hex').slice(0, 12)}`;
+          templateId = `t-${sha1Hex(`${input.sessionId}\0${input.fingerprint}`).slice(0, 12)}`;
           this.db
             .prepare(
               `INSERT INTO templates (template_id, schema_version, name, task_type, repo, task, system_digest, fingerprint, value_score, value_breakdown,

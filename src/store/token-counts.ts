@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
-import type { Statement } from 'better-sqlite3';
+import { InListQuery } from './in-list.js';
 
 /** One stored entry: the token counts of the texts of one message whose content hash is `hash`. */
 export interface TokenCountRow {
@@ -8,14 +8,6 @@ export interface TokenCountRow {
   readonly hash: Buffer;
   readonly counts: readonly number[];
 }
-
-/** Hashes per `IN (...)` query of `getMany` (well under SQLite's bound-parameter limit). */
-const MANY_CHUNK = 500;
-/**
- * Sizes of the `IN (...)` lists `getMany` prepares: a chunk is padded to the smallest that fits,
- * so an appended line's batch of one or two messages binds a few hashes, not MANY_CHUNK.
- */
-const LIST_SIZES = [1, 8, 64, MANY_CHUNK] as const;
 
 function encode(counts: readonly number[]): Buffer {
   const b = Buffer.allocUnsafe(counts.length * 4);
@@ -38,11 +30,11 @@ export class TokenCounts {
   private readonly insert;
   private readonly insertMany;
 
-  /** One prepared `IN (...)` query per LIST_SIZES entry, built when first needed. */
-  private readonly selectMany = new Map<number, Statement>();
+  private readonly selectMany: InListQuery;
 
-  constructor(private readonly db: Db) {
+  constructor(db: Db) {
     this.select = db.prepare(`SELECT counts FROM token_counts WHERE encoding = ? AND hash = ?`).pluck();
+    this.selectMany = new InListQuery(db, (list) => `SELECT hash, counts FROM token_counts WHERE encoding = ? AND hash IN (${list})`);
     this.insert = db.prepare(`INSERT OR IGNORE INTO token_counts (encoding, hash, counts) VALUES (?, ?, ?)`);
     this.insertMany = db.transaction((rows: readonly TokenCountRow[]) => {
       for (const r of rows) this.insert.run(r.encoding, r.hash, encode(r.counts));
@@ -61,31 +53,16 @@ export class TokenCounts {
 
   /**
    * The stored counts of many hashes, keyed by the hash's bytes as a latin1 string (absent
-   * ones missing): one query per `MANY_CHUNK` hashes instead of one per hash.
+   * ones missing): one query per few hundred hashes instead of one per hash (see InListQuery).
    */
   getMany(encoding: string, hashes: readonly Buffer[]): Map<string, number[]> {
     const out = new Map<string, number[]>();
     try {
-      for (let i = 0; i < hashes.length; i += MANY_CHUNK) {
-        const chunk = hashes.slice(i, i + MANY_CHUNK);
-        const size = LIST_SIZES.find((n) => n >= chunk.length) ?? MANY_CHUNK;
-        // A short chunk repeats its first hash up to a prepared size.
-        while (chunk.length < size) chunk.push(chunk[0] as Buffer);
-        for (const [hash, counts] of this.selectOf(size).all(encoding, ...chunk) as [Buffer, Buffer][]) out.set(hash.toString('latin1'), decode(counts));
-      }
+      for (const [hash, counts] of this.selectMany.all([encoding], hashes) as [Buffer, Buffer][]) out.set(hash.toString('latin1'), decode(counts));
     } catch (err) {
       throw wrapStoreError(err, 'cannot read cached token counts');
     }
     return out;
-  }
-
-  private selectOf(size: number): Statement {
-    let st = this.selectMany.get(size);
-    if (!st) {
-      st = this.db.prepare(`SELECT hash, counts FROM token_counts WHERE encoding = ? AND hash IN (${new Array<string>(size).fill('?').join(',')})`).raw();
-      this.selectMany.set(size, st);
-    }
-    return st;
   }
 
   /** Store counts in one transaction (an existing row is kept: counts are deterministic). */

@@ -16,6 +16,14 @@ describe('heap held per live session', () => {
     expect(r['heapBytesPerToken']).toBeLessThan(11);
   }, 60_000);
 
+  it('a model a scan built and nothing scored yet (no term stats or fingerprints derived) costs about half that: under 6.5 bytes per token', async () => {
+    const r = await benchMemory({ sessions: 3, rounds: 30, scored: false });
+    expect(r['scored']).toBe(false);
+    expect(r['heapBytesPerToken']).toBeGreaterThan(r['textBytesPerToken'] as number);
+    // measured 5.5 (271k-token sessions: 1.42 MiB unscored, 2.76 scored)
+    expect(r['heapBytesPerToken']).toBeLessThan(6.5);
+  }, 60_000);
+
   it('with the planner caches of one plan, under 24 bytes per token', async () => {
     const r = await benchMemory({ sessions: 3, rounds: 30, plan: true, planBudgetTokens: 50_000 });
     expect(r['heapBytesPerToken']).toBeLessThan(24);

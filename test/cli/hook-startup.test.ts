@@ -123,6 +123,11 @@ describe('contextd hook start-up', () => {
     rmSync(join(d.state, WARM_SNAPSHOT_FILE));
     const r = await runHook(d, 'claude-code', prompt(d), ['--budget', '400']);
     expectLean(r, ['better-sqlite3']);
+    // better-sqlite3's JavaScript comes bundled and its addon by path: from node_modules only
+    // the addon is loaded (no module lookups, no `bindings` probing a dozen paths).
+    expect(r.loaded.filter((f) => f.includes('/node_modules/'))).toEqual([expect.stringMatching(/\/node_modules\/better-sqlite3\/build\/Release\/better_sqlite3\.node$/)]);
+    // The store hashes only on its write paths: node:crypto (~7 ms) stays unloaded.
+    expect(r.loaded).not.toContain('node:crypto');
     const text = contextOf(r);
     const bound = Number(/\(at most (\d+) tokens\)/.exec(text)?.[1]);
     expect(bound).toBeGreaterThan(0);

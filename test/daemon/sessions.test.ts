@@ -261,6 +261,50 @@ describe('SessionManager release and rebuild', () => {
   });
 });
 
+describe('SessionManager release with lines read but not applied', () => {
+  it('releases a session whose lines wait in the queue (they are dropped), and rebuilds it from the transcript to the model that applying them would give', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-queued-'));
+    dirs.push(dir);
+    const file = join(dir, 'a.jsonl');
+    const text = demoTranscriptJsonl({ rounds: 4 });
+    writeFileSync(file, text);
+    const lines = text.split('\n').filter(Boolean);
+    const adapter = createOpenAIChatAdapter();
+    // Each line at its byte offset, as the tailer's decoder reads it (message ids derive from it).
+    const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+    const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
+    const half = Math.floor(lines.length / 2);
+    const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
+    const total = Buffer.byteLength(text);
+
+    // Reference: every line applied.
+    const ref = setup().manager.ingest(file, 'a', 'openai-chat', parse(lines, 0), total);
+
+    let t = 1_000_000;
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    manager.steadyState();
+    const s = manager.ingest(file, 'a', 'openai-chat', parse(lines.slice(0, half), 0), appliedBytes);
+    // The second half is read but waits for its turn (the pump runs in a later iteration).
+    manager.enqueue(file, 'a', 'openai-chat', parse(lines.slice(half), half), total, total - appliedBytes);
+    expect(manager.backlog().queuedBytes).toBe(total - appliedBytes);
+    const appliedTokens = s.model.tokens();
+    expect(appliedTokens).toBeLessThan(ref.model.tokens());
+
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    expect(s.released?.offset).toBe(total);
+    // The queue was dropped with the model: nothing of it is held.
+    expect(manager.backlog()).toMatchObject({ queuedBytes: 0, queuedSessions: 0, sessionsInMemory: 0 });
+
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    expect(s.tailOffset).toBe(total);
+    expect(s.model.tokens()).toBe(ref.model.tokens());
+    expect(s.model.headroom().sections).toBe(ref.model.headroom().sections);
+    expect(s.model.messages().map((m) => m.id)).toEqual(ref.model.messages().map((m) => m.id));
+  });
+});
+
 describe('SessionManager run queue (transcript batches and plans in turns)', () => {
   /** Split events into `n` batches of about the same length. */
   const batches = (evs: readonly TranscriptEvent[], n: number): TranscriptEvent[][] => {
@@ -729,6 +773,43 @@ describe('SessionManager plans while the session changes under them', () => {
     expect(plans).toEqual([]);
     expect(fresh.life.openPlanCount).toBe(0);
     expect(old.life.openPlanCount).toBe(0);
+  });
+});
+
+describe('SessionManager read backpressure once running', () => {
+  it('holds the reads of a session while its lines wait for their turn, and while its model is over budget with its plan being made; they go on once applied and planned', async () => {
+    const gate = gatedSummarizer();
+    const { manager } = setup({ summarizer: gate.summarizer });
+    // Before: only the global high-water mark holds reads (the first scan).
+    manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', events(2), 1000, 1000);
+    expect(manager.room('/t/b.jsonl')).toBeUndefined();
+    await manager.settled();
+
+    manager.steadyState();
+    manager.enqueue('/t/b.jsonl', 'b', 'openai-chat', extra(1), 2000, 1000);
+    const waitB = manager.room('/t/b.jsonl');
+    expect(waitB).toBeInstanceOf(Promise);
+    // Another transcript reads on: nothing of it waits, and the total is under the mark.
+    expect(manager.room('/t/other.jsonl')).toBeUndefined();
+    await waitB;
+    expect(manager.backlog().queuedBytes).toBe(0);
+    expect(manager.get('b')?.tailOffset).toBe(2000);
+
+    // Over its budget, its plan being made (the summarizer holds it): reads wait for the plan.
+    const a = manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(60), 60_000);
+    expect(a.model.headroom().headroom).toBeLessThanOrEqual(0);
+    await vi.waitFor(() => expect(gate.waiting()).toBe(true), { timeout: 60_000 });
+    const waitA = manager.room('/t/a.jsonl');
+    expect(waitA).toBeInstanceOf(Promise);
+    let goesOn = false;
+    void waitA?.then(() => (goesOn = true));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(goesOn).toBe(false);
+    expect(manager.room('/t/b.jsonl')).toBeUndefined();
+    gate.open();
+    await waitA;
+    expect(a.life.planning).toBe(false);
+    expect(manager.room('/t/a.jsonl')).toBeUndefined();
   });
 });
 

@@ -148,7 +148,7 @@ describe('content hash of a harvested transcript', () => {
     old.prepare(`INSERT INTO harvested_sessions (session_id, template_id, message_count, value_score, skipped, harvested_at) VALUES ('old', NULL, 4, 0.1, 'low-value', 1)`).run();
     old.close();
     const db = trackDb(openDb(path));
-    expect(db.pragma('user_version', { simple: true })).toBe(6);
+    expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.at(-1)?.version);
     const store = new TemplateStore(db);
     expect(store.harvestedSession('old')).toEqual({ sessionId: 'old', messageCount: 4, templateId: null, skipped: 'low-value', contentHash: null });
     store.recordSkipped('new', 2, 0, 'low-value', 2, 'abc');

@@ -51,6 +51,36 @@ describe('install / uninstall claude-code', () => {
     expect(readFileSync(bad, 'utf8')).toBe('{ not json');
   });
 
+  it('an upgrade replaces every earlier form of the hook command, and uninstall removes each', () => {
+    const d = tmp();
+    // Forms earlier versions wrote: the running script (the ESM CLI or the bin), quoted paths,
+    // and the bare name when there was no script path; the current one unsets NODE_EXTRA_CA_CERTS.
+    const older = [
+      '/usr/bin/node /opt/contextd/dist/src/cli/main.js hook claude-code --socket /run/c.sock',
+      "'/opt/my node/bin/node' '/home/u/my tools/contextd/bin/contextd.js' hook claude-code --state '/s t'",
+      '/usr/bin/node contextd hook claude-code',
+    ];
+    const current = "env -u NODE_EXTRA_CA_CERTS /usr/bin/node /opt/contextd/bin/contextd.js hook claude-code --state '/s t'";
+    for (const old of older) {
+      const file = join(d, 'settings.json');
+      writeFileSync(file, JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'echo mine' }] }] } }));
+      installHooks('claude-code', file, old, '/s t');
+      // A Codex hook in the same file is not Claude Code's: kept.
+      installHooks('codex', file, old.replace('claude-code', 'codex'), '/s t');
+      const r = installHooks('claude-code', file, current, '/s t');
+      expect(r.removed).toBe(5);
+      const text = readFileSync(file, 'utf8');
+      expect(text).not.toContain(JSON.stringify(old).slice(1, -1));
+      const doc = JSON.parse(text) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
+      expect(doc.hooks['UserPromptSubmit']?.map((g) => g.hooks[0]?.command)).toEqual(['echo mine', old.replace('claude-code', 'codex'), current]);
+      expect(doc.hooks['PostToolUse']?.[0]?.hooks[0]?.command).toContain(`then exec ${current};`);
+      installHooks('claude-code', file, old, '/s t');
+      expect(uninstallHooks('claude-code', file).removed).toBe(5);
+      expect(uninstallHooks('codex', file).removed).toBe(2);
+      expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'echo mine' }] }] } });
+    }
+  });
+
   it('finds each agent’s settings from HOME and CODEX_HOME', () => {
     expect(defaultSettingsPath('claude-code', { HOME: '/h' })).toBe('/h/.claude/settings.json');
     expect(defaultSettingsPath('codex', { HOME: '/h' })).toBe('/h/.codex/hooks.json');

@@ -67,6 +67,21 @@ describe('IdleCollector', () => {
     expect(c.runs).toBe(2);
   });
 
+  it('skips a requested collection that is not worth it then, and runs the next request once it is', () => {
+    vi.useFakeTimers();
+    const collect = vi.fn();
+    let little = false;
+    const c = new IdleCollector({ collect, delayMs: 2_000, minIntervalMs: 30_000, now: () => Date.now(), worthIt: () => little });
+    c.request();
+    vi.advanceTimersByTime(5_000);
+    expect(collect).not.toHaveBeenCalled();
+    // skipped: it does not count towards the interval, the next request runs after the delay
+    little = true;
+    c.request();
+    vi.advanceTimersByTime(2_000);
+    expect(collect).toHaveBeenCalledTimes(1);
+  });
+
   it('does nothing without a collection, and cancel drops a pending one', () => {
     vi.useFakeTimers();
     const none = new IdleCollector({ collect: undefined });

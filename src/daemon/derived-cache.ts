@@ -1,0 +1,68 @@
+import { decodeAnalysis, DERIVATION_VERSION, encodeAnalysis, type DerivedDataCache, type TextAnalysis } from '../model/index.js';
+import type { DerivedData, DerivedDataRow } from '../store/index.js';
+import { describeError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { contentHash, WriteBehind } from './write-behind.js';
+
+/**
+ * The daemon's derived-data cache: SHA-1 of a fragment's text → its term stats and fingerprint
+ * (model/derived.ts encoding, DERIVATION_VERSION), in SQLite (store/derived-data). A cold plan
+ * after a restart reads them instead of analysing every message again. New entries are written
+ * in batches off the append path (WriteBehind). A row that does not decode (corrupted,
+ * truncated) is recomputed, never trusted; a store failure is logged and the data recomputed.
+ */
+export class SqliteDerivedDataCache implements DerivedDataCache {
+  private readonly pending: WriteBehind<DerivedDataRow & { readonly analysis: TextAnalysis }>;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly store: DerivedData,
+    logger: Logger,
+  ) {
+    this.log = logger.child({ component: 'derived-cache' });
+    this.pending = new WriteBehind((rows) => store.putMany(DERIVATION_VERSION, rows), this.log, 'derived data not cached; it will be computed again after a restart');
+  }
+
+  getMany(texts: readonly string[]): (TextAnalysis | undefined)[] {
+    const hashes = texts.map((t) => contentHash([t]));
+    const keys = hashes.map((h) => h.toString('latin1'));
+    const out: (TextAnalysis | undefined)[] = this.pending.size === 0 ? new Array<undefined>(texts.length).fill(undefined) : keys.map((k) => this.pending.get(k)?.analysis);
+    const missing = hashes.filter((_, i) => out[i] === undefined);
+    if (missing.length === 0) return out;
+    let stored: Map<string, Buffer>;
+    try {
+      stored = this.store.getMany(DERIVATION_VERSION, missing);
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'derived data cache unreadable; computing instead');
+      return out;
+    }
+    let bad = 0;
+    const result = out.map((a, i) => {
+      if (a) return a;
+      const bytes = stored.get(keys[i] as string);
+      if (!bytes) return undefined;
+      const decoded = decodeAnalysis(bytes);
+      if (!decoded) bad++;
+      return decoded;
+    });
+    if (bad > 0) this.log.warn({ rows: bad }, 'derived data rows unreadable; recomputed');
+    return result;
+  }
+
+  setMany(entries: readonly { readonly text: string; readonly analysis: TextAnalysis }[]): void {
+    for (const { text, analysis } of entries) {
+      const hash = contentHash([text]);
+      this.pending.add(hash.toString('latin1'), { hash, data: encodeAnalysis(analysis), analysis });
+    }
+  }
+
+  /** Write what is pending now (also called on close). */
+  flush(): void {
+    this.pending.flush();
+  }
+
+  /** Flush and stop caching (before the database closes). */
+  close(): void {
+    this.pending.close();
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * Per-fragment derived data — term statistics (relevance) and the shingle fingerprint
+ * (density) — computed from a fragment's text when a scoring pass first needs it, not at
+ * ingest, and readable from a lasting cache keyed by the text (the daemon backs it with SQLite),
+ * so a cold plan after a restart reads instead of re-analysing every message.
+ *
+ * The encoding is versioned: a change to how the data is derived (word split, stop words,
+ * shingle size, MinHash bins) must bump DERIVATION_VERSION, so stored rows of the old
+ * derivation are recomputed, never trusted.
+ */
+import { analyseText, hash52 } from '../text/index.js';
+import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
+
+/** Bump on any change to what `analyseFragmentText` computes or to the encoding below. */
+export const DERIVATION_VERSION = 1;
+
+/**
+ * Term frequencies of a text with each term stood for by its 52-bit hash (`hash52`): the
+ * model only ever compares terms, so no term string is kept or stored (two terms of a session
+ * sharing a hash — about one chance in 10⁶ at 100k distinct terms — would count as one).
+ */
+export interface TermHashes {
+  /** Distinct terms' hashes in first-seen order (exact integers below 2^52). */
+  readonly hashes: Float64Array;
+  readonly counts: Uint32Array;
+  /** Number of terms (the BM25 document length): the sum of `counts`. */
+  readonly length: number;
+}
+
+/** What a fragment's text gives: its term statistics and density fingerprint. */
+export interface TextAnalysis {
+  readonly stats: TermHashes;
+  readonly features: DensityFeatures;
+}
+
+/**
+ * A lasting memo of `TextAnalysis` by fragment text, injected by whoever owns storage.
+ * `getMany` returns one entry per text (undefined when unknown or unreadable); `setMany`
+ * takes what was computed (an implementation may write it later, in batches).
+ * Implementations must return exactly what they were given for the same text.
+ */
+export interface DerivedDataCache {
+  getMany(texts: readonly string[]): (TextAnalysis | undefined)[];
+  setMany(entries: readonly { readonly text: string; readonly analysis: TextAnalysis }[]): void;
+}
+
+/** Texts shorter than this are analysed without a cache lookup: cheaper than a round trip, and not worth a stored row. */
+export const MIN_CACHED_TEXT_CHARS = 128;
+
+/** Analyses one fragment's text (one pass over its words). */
+export function analyseFragmentText(text: string): TextAnalysis {
+  const { stats, shingles } = analyseText(text);
+  const hashes = new Float64Array(stats.terms.length);
+  for (let i = 0; i < hashes.length; i++) hashes[i] = hash52(stats.terms[i] as string);
+  return { stats: { hashes, counts: stats.counts, length: stats.length }, features: featuresOfShingles(shingles) };
+}
+
+/**
+ * Header (u32 each): version, checksum of everything after the header, length, totalShingles,
+ * uniqueShingles, term count; then the signature.
+ */
+const HEADER_WORDS = 6;
+const HASH_LIMIT = 2 ** 52;
+const FIXED_WORDS = HEADER_WORDS + MINHASH_SLOTS;
+const EMPTY_BIN = 0xffffffff;
+
+
+/** FNV-1a over bytes: catches a damaged row the structural checks would let through (a changed hash). */
+function checksum(bytes: Uint8Array, from: number): number {
+  let h = 0x811c9dc5;
+  for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * The bytes of an analysis (little-endian): the header and signature, the term counts (u32),
+ * then the term hashes (f64).
+ */
+export function encodeAnalysis(a: TextAnalysis): Uint8Array {
+  const { stats, features } = a;
+  const n = stats.counts.length;
+  const words = FIXED_WORDS + n;
+  const out = new Uint8Array(words * 4 + n * 8);
+  const view = new DataView(out.buffer);
+  const head = [DERIVATION_VERSION, 0, stats.length, features.totalShingles, features.uniqueShingles, n];
+  head.forEach((v, i) => view.setUint32(i * 4, v, true));
+  for (let i = 0; i < MINHASH_SLOTS; i++) view.setUint32((HEADER_WORDS + i) * 4, features.signature[i] as number, true);
+  for (let i = 0; i < n; i++) view.setUint32((FIXED_WORDS + i) * 4, stats.counts[i] as number, true);
+  for (let i = 0; i < n; i++) view.setFloat64(words * 4 + i * 8, stats.hashes[i] as number, true);
+  view.setUint32(4, checksum(out, HEADER_WORDS * 4), true);
+  return out;
+}
+
+/**
+ * The analysis in `bytes`, or undefined when they are of another version or inconsistent
+ * (truncated, corrupted): the caller then recomputes it. Checks every invariant the encoder's
+ * input holds (counts sum to the length, a term per count, an empty signature exactly when
+ * there are no shingles), so a damaged row is not trusted.
+ */
+export function decodeAnalysis(bytes: Uint8Array): TextAnalysis | undefined {
+  if (bytes.length < FIXED_WORDS * 4) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const u32 = (word: number): number => view.getUint32(word * 4, true);
+  const [version, sum0, length, total, unique, termCount] = [u32(0), u32(1), u32(2), u32(3), u32(4), u32(5)];
+  if (version !== DERIVATION_VERSION || unique > total || (total > 0 && unique === 0)) return undefined;
+  const words = FIXED_WORDS + termCount;
+  if (bytes.length !== words * 4 + termCount * 8 || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
+  const signature = new Uint32Array(MINHASH_SLOTS);
+  let used = 0;
+  for (let i = 0; i < MINHASH_SLOTS; i++) {
+    const v = u32(HEADER_WORDS + i);
+    signature[i] = v;
+    if (v !== EMPTY_BIN) used++;
+  }
+  if ((total === 0) !== (used === 0)) return undefined;
+  const counts = new Uint32Array(termCount);
+  let sum = 0;
+  for (let i = 0; i < termCount; i++) {
+    const c = u32(FIXED_WORDS + i);
+    if (c === 0) return undefined;
+    counts[i] = c;
+    sum += c;
+  }
+  if (sum !== length) return undefined;
+  const hashes = new Float64Array(termCount);
+  for (let i = 0; i < termCount; i++) {
+    const h = view.getFloat64(words * 4 + i * 8, true);
+    if (!(Number.isInteger(h) && h >= 0 && h < HASH_LIMIT)) return undefined;
+    hashes[i] = h;
+  }
+  return {
+    stats: { hashes, counts, length },
+    features: { signature, empty: total === 0, totalShingles: total, uniqueShingles: unique },
+  };
+}

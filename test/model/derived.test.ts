@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, encodeAnalysis, SessionModel, type DerivedDataCache, type TextAnalysis } from '../../src/model/index.js';
+import { MIN_CACHED_TEXT_CHARS } from '../../src/model/derived.js';
+import { generateSession } from '../../src/bench/retention.js';
+import type { TranscriptEvent } from '../../src/model/messages.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { TermIndex } from '../../src/model/relevance.js';
+
+const counter = createTokenCounter();
+
+/** An in-memory DerivedDataCache (the model's side of the contract; the SQLite one is tested in test/daemon). */
+class MapCache implements DerivedDataCache {
+  readonly rows = new Map<string, Uint8Array>();
+  asked = 0;
+  found = 0;
+  getMany(texts: readonly string[]): (TextAnalysis | undefined)[] {
+    this.asked += texts.length;
+    return texts.map((t) => {
+      const b = this.rows.get(t);
+      const a = b ? decodeAnalysis(b) : undefined;
+      if (a) this.found++;
+      return a;
+    });
+  }
+  setMany(entries: readonly { text: string; analysis: TextAnalysis }[]): void {
+    for (const { text, analysis } of entries) this.rows.set(text, encodeAnalysis(analysis));
+  }
+}
+
+function build(events: readonly TranscriptEvent[], derivedCache?: DerivedDataCache): SessionModel {
+  const m = new SessionModel({ sessionId: 'd', tokenCounter: counter, budgetTokens: 200_000, ...(derivedCache ? { derivedCache } : {}) });
+  m.applyAll(structuredClone(events));
+  return m;
+}
+
+const session = generateSession(7, 12);
+
+describe('derived data (term stats, fingerprints)', () => {
+  it('round-trips through its encoding, for texts with and without terms and shingles', () => {
+    for (const text of ['', 'ok', 'the the the', 'Running the pool tests again with the new timeout (3).', 'ünïcode wörds — 日本語 テキスト and src/model/index.ts '.repeat(20)]) {
+      const a = analyseFragmentText(text);
+      expect(decodeAnalysis(encodeAnalysis(a))).toEqual(a);
+    }
+  });
+
+  it('refuses bytes of another version, truncated or corrupted, instead of trusting them', () => {
+    const a = analyseFragmentText('The retry loop in pool.ts reads config.max_retries before each attempt; the test expects 3 attempts.');
+    const good = encodeAnalysis(a);
+    const other = good.slice();
+    new DataView(other.buffer).setUint32(0, DERIVATION_VERSION + 1, true);
+    expect(decodeAnalysis(other)).toBeUndefined();
+    for (const n of [0, 10, 4 * 70, good.length - 3]) expect(decodeAnalysis(good.subarray(0, n))).toBeUndefined();
+    const badCount = good.slice();
+    new DataView(badCount.buffer).setUint32(4 * 70, 99, true); // a term count no longer sums to the length
+    expect(decodeAnalysis(badCount)).toBeUndefined();
+    const badHash = good.slice();
+    new DataView(badHash.buffer).setFloat64(badHash.length - 8, 0.5, true); // not a 52-bit hash
+    expect(decodeAnalysis(badHash)).toBeUndefined();
+    const otherHash = good.slice();
+    otherHash[otherHash.length - 8] = (otherHash[otherHash.length - 8] as number) ^ 1; // still a valid hash, another term: the checksum tells
+    expect(decodeAnalysis(otherHash)).toBeUndefined();
+    const badSig = good.slice();
+    for (let i = 6; i < 70; i++) new DataView(badSig.buffer).setUint32(i * 4, 0xffffffff, true); // shingles but an empty fingerprint
+    expect(decodeAnalysis(badSig)).toBeUndefined();
+  });
+
+  it('is not computed until scores are read, and scores read once at the end equal those read after every append', () => {
+    const cache = new MapCache();
+    const lazy = build(session.events, cache);
+    expect(lazy.tokens()).toBeGreaterThan(10_000);
+    expect(cache.asked).toBe(0); // built, counted, never derived
+    const step = new SessionModel({ sessionId: 'd', tokenCounter: counter, budgetTokens: 200_000 });
+    for (const e of structuredClone(session.events)) {
+      step.apply(e);
+      step.sections();
+    }
+    expect(lazy.sections()).toEqual(step.sections());
+    expect(cache.asked).toBeGreaterThan(0);
+  });
+
+  it('read back from a cache gives exactly the scores computed from scratch, without analysing again', () => {
+    const cache = new MapCache();
+    const first = build(session.events, cache);
+    const fromScratch = first.sections();
+    const stored = cache.rows.size;
+    expect(stored).toBeGreaterThan(20);
+    expect([...cache.rows.keys()].every((t) => t.length >= MIN_CACHED_TEXT_CHARS)).toBe(true);
+    cache.asked = 0;
+    const again = build(session.events, cache);
+    expect(again.sections()).toEqual(fromScratch);
+    expect(cache.found).toBe(cache.asked); // every text asked for was found
+    expect(cache.rows.size).toBe(stored);
+    // A corrupted entry is recomputed (and written back), the scores unchanged.
+    const [text] = [...cache.rows.keys()];
+    cache.rows.set(text as string, new Uint8Array(12));
+    expect(build(session.events, cache).sections()).toEqual(fromScratch);
+    expect(decodeAnalysis(cache.rows.get(text as string) as Uint8Array)).toEqual(analyseFragmentText(text as string));
+  });
+
+  it('dropped under memory pressure and derived again: same scores, and appends after it still count', () => {
+    const m = build(session.events);
+    const before = m.sections();
+    m.dropDerived();
+    expect(m.sections()).toEqual(before);
+    m.dropDerived();
+    const extra: TranscriptEvent = { type: 'message', message: { id: 'late', role: 'user', text: 'Now make the retry loop in pool.ts honour config.max_retries.' } };
+    m.apply(extra);
+    const ref = build([...session.events, extra]);
+    expect(m.sections()).toEqual(ref.sections());
+  });
+});
+
+describe('term index', () => {
+  it('gives each distinct term hash one id, stable through table growth, and merges vectors in first-seen order', () => {
+    const index = new TermIndex();
+    const hashes = Float64Array.from({ length: 20_000 }, (_, i) => (i * 2654435761) % 2 ** 52); // spread, some above 2^32
+    const first = index.intern({ hashes, counts: new Uint32Array(hashes.length).fill(1), length: hashes.length });
+    expect(index.vocabulary).toBe(20_000);
+    const again = index.intern({ hashes: hashes.slice().reverse(), counts: new Uint32Array(hashes.length).fill(2), length: 2 * hashes.length });
+    expect(index.vocabulary).toBe(20_000);
+    for (let i = 0; i < 20_000; i += 997) expect(again.pairs[2 * (19_999 - i)]).toBe(first.pairs[2 * i]);
+    const a = index.intern({ hashes: Float64Array.from([5, 7, 9]), counts: Uint32Array.from([1, 2, 3]), length: 6 });
+    const b = index.intern({ hashes: Float64Array.from([9, 11]), counts: Uint32Array.from([4, 5]), length: 9 });
+    const merged = index.merge([a, b]);
+    const id = (h: number): number => index.intern({ hashes: Float64Array.from([h]), counts: Uint32Array.from([1]), length: 1 }).pairs[0] as number;
+    expect([...merged.pairs]).toEqual([id(5), 1, id(7), 2, id(9), 7, id(11), 5]);
+    expect(merged.length).toBe(15);
+    expect(index.merge([a, b])).toEqual(merged); // the merge's scratch slots are left clean
+  });
+});
