@@ -4,8 +4,9 @@
  * become what a provider would send: before any response header a provider-shaped 502/504;
  * after, the connection to the agent is cut, as a provider reset would cut it.
  */
-import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, type OutgoingHttpHeaders } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, type OutgoingHttpHeaders } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
 import { sendError, type Provider } from './errors.js';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and those recomputed for the new body. */
@@ -59,6 +60,18 @@ export function upstreamUrl(base: URL, path: string): URL {
   return new URL(`${base.origin}${prefix}${path.startsWith('/') ? path : `/${path}`}`);
 }
 
+/**
+ * Idle time after which a free kept-alive upstream connection is closed by the proxy: below the
+ * 5 s idle timeout common at providers and load balancers, so a connection the upstream is about
+ * to close is rarely handed to a new request (a reset on it could not be told apart from one
+ * after the upstream received the request, and is then answered 502, not sent again).
+ */
+export const UPSTREAM_FREE_SOCKET_TIMEOUT_MS = 4_000;
+
+// Node's agents destroy a free socket when its `timeout` runs out; sockets in use are left alone.
+const httpAgent = new HttpAgent({ keepAlive: true, timeout: UPSTREAM_FREE_SOCKET_TIMEOUT_MS });
+const httpsAgent = new HttpsAgent({ keepAlive: true, timeout: UPSTREAM_FREE_SOCKET_TIMEOUT_MS });
+
 /** Forward and stream the answer into `res`. Never rejects; never leaves `res` open. */
 export function forward(o: ForwardOptions, res: ServerResponse): Promise<ForwardResult> {
   return new Promise((resolve) => {
@@ -73,8 +86,12 @@ export function forward(o: ForwardOptions, res: ServerResponse): Promise<Forward
       settled = true;
       resolve({ status, outcome, bytes, firstByteMs });
     };
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    let upReq = send(url, { method: o.method, headers: upstreamHeaders(o.headers, url.host, o.body.length) });
+    const send = (): ClientRequest =>
+      url.protocol === 'https:'
+        ? httpsRequest(url, { method: o.method, headers: upstreamHeaders(o.headers, url.host, o.body.length), agent: httpsAgent })
+        : httpRequest(url, { method: o.method, headers: upstreamHeaders(o.headers, url.host, o.body.length), agent: httpAgent });
+    let upReq = send();
+    let mayResend = resendGuard(upReq);
     let retries = 0;
     const headersTimer = setTimeout(() => {
       upReq.destroy();
@@ -91,12 +108,13 @@ export function forward(o: ForwardOptions, res: ServerResponse): Promise<Forward
     });
     const onError = (err: NodeJS.ErrnoException): void => {
       if (settled) return;
-      // A kept-alive connection the upstream closed as this request went out on it (its idle
-      // timeout ran out meanwhile): reset before any answer, so sent again on a new connection
-      // rather than answered with a 502 the agent would retry anyway.
-      if (isStaleConnection(upReq, err) && retries < MAX_STALE_RETRIES && !res.headersSent) {
+      // A kept-alive connection the upstream had closed before it could handle any of this
+      // request: sent again on a new connection rather than answered with a 502. Anything the
+      // upstream may have received (a paid completion) is never sent twice.
+      if (mayResend(err) && retries < MAX_STALE_RETRIES && !res.headersSent) {
         retries++;
-        upReq = send(url, { method: o.method, headers: upstreamHeaders(o.headers, url.host, o.body.length) });
+        upReq = send();
+        mayResend = resendGuard(upReq);
         wire();
         return;
       }
@@ -148,10 +166,27 @@ export function forward(o: ForwardOptions, res: ServerResponse): Promise<Forward
   });
 }
 
-/** Sends of one request again when each went out on a kept-alive connection the upstream had just closed. */
+/** Sends of one request again when each went out on a kept-alive connection the upstream had closed. */
 const MAX_STALE_RETRIES = 2;
 
-/** Whether `err` is a reused keep-alive connection reset before any answer (Node's documented retry case). */
-function isStaleConnection(req: ClientRequest, err: NodeJS.ErrnoException): boolean {
-  return req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+/**
+ * The one rule for sending a failed upstream request again (the proxy's and the test relay's).
+ * Call it right after creating `req`; the predicate it returns says, for `req`'s error, whether
+ * the upstream cannot have handled any of the request: it went out on a reused kept-alive
+ * connection, was reset (ECONNRESET/EPIPE), and either the request was not yet fully written
+ * (no 'finish': an incomplete request is never processed) or the connection had already been
+ * closed by the upstream when it was handed to `req`. A reset after the whole request went out
+ * on a live connection may come after the upstream received it (a dropped long completion, a
+ * crash): never sent again, since it would be received, and billed, twice.
+ */
+export function resendGuard(req: ClientRequest): (err: NodeJS.ErrnoException) => boolean {
+  let finished = false;
+  let peerClosedFirst = false;
+  req.once('finish', () => {
+    finished = true;
+  });
+  req.once('socket', (socket: Socket) => {
+    peerClosedFirst = socket.readableEnded || socket.destroyed;
+  });
+  return (err) => req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && (!finished || peerClosedFirst);
 }

@@ -116,32 +116,103 @@ describe('proxy forwarding', () => {
     expect(p.logs()).toContain('"outcome":"upstream-reset"');
   });
 
-  it('sends a request again when the kept-alive upstream connection it went out on was closed by the upstream: no 502 for a stale connection', async () => {
-    // A real upstream that drops a connection when a second request arrives on it, as a
-    // provider whose keep-alive idle timeout ran out just as the request went out.
+  it('answers every request when the upstream closed the idle kept-alive connection before the next request: each received once, 200', async () => {
+    // A real upstream that closes each connection once it has answered (as a provider whose
+    // keep-alive idle timeout ran out); the next request arrives only after that close.
+    const received: string[] = [];
+    let closed = 0;
     const upstreamServer = createServer((req, res) => {
-      const sock = req.socket as Socket & { served?: number };
-      sock.served = (sock.served ?? 0) + 1;
-      if (sock.served > 1) {
-        sock.destroy();
-        return;
-      }
-      req.resume();
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [] })));
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push(Buffer.concat(chunks).toString());
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [] }), () => req.socket.end());
+      });
     });
-    const connections: Socket[] = [];
-    upstreamServer.on('connection', (c: Socket) => connections.push(c));
+    upstreamServer.on('connection', (c: Socket) => c.on('close', () => closed++));
     await new Promise<void>((r) => upstreamServer.listen(0, '127.0.0.1', () => r()));
     try {
       h = await startProxy(`http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`, {});
       upstream = new ScriptedUpstream(); // not started: afterEach closes it, not the last test's again
       for (let i = 0; i < 3; i++) {
-        const r = await fetch(`${h.url}/v1/models`, { headers: { 'x-api-key': KEY } });
+        const r = await fetch(`${h.url}/v1/models`, { method: 'POST', headers: { 'x-api-key': KEY }, body: `request ${i}` });
         expect(r.status, `request ${i}`).toBe(200);
         expect(await r.json()).toEqual({ data: [] });
+        while (closed < i + 1) await new Promise((r) => setTimeout(r, 5));
       }
-      // each later request found its kept-alive connection dropped and went out on a new one
-      expect(connections.length).toBeGreaterThanOrEqual(3);
+      expect(received).toEqual(['request 0', 'request 1', 'request 2']);
+    } finally {
+      upstreamServer.closeAllConnections();
+      await new Promise<void>((r) => upstreamServer.close(() => r()));
+    }
+  });
+
+  it('sends a request again when the upstream dropped the reused connection before taking all of it: received once, 200', async () => {
+    // The upstream refuses a second request on a connection as soon as its headers arrive,
+    // unread; the body is larger than the loopback socket buffers, so the reset comes before
+    // the proxy has written the whole request: the upstream cannot have handled any of it.
+    const received: number[] = [];
+    const upstreamServer = createServer((req, res) => {
+      const sock = req.socket as Socket & { served?: number };
+      sock.served = (sock.served ?? 0) + 1;
+      if (sock.served > 1) {
+        sock.resetAndDestroy();
+        return;
+      }
+      let bytes = 0;
+      req.on('data', (c: Buffer) => (bytes += c.length));
+      req.on('end', () => {
+        received.push(bytes);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+      });
+    });
+    await new Promise<void>((r) => upstreamServer.listen(0, '127.0.0.1', () => r()));
+    try {
+      h = await startProxy(`http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`, { maxBodyBytes: 64 * 1024 * 1024 });
+      upstream = new ScriptedUpstream(); // not started: afterEach closes it
+      const big = Buffer.alloc(48 * 1024 * 1024, 7);
+      for (const body of [Buffer.from('small'), big]) {
+        const r = await fetch(`${h.url}/v1/files`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/octet-stream' }, body });
+        expect(r.status).toBe(200);
+        await r.text();
+      }
+      expect(received).toEqual([5, big.length]);
+    } finally {
+      upstreamServer.closeAllConnections();
+      await new Promise<void>((r) => upstreamServer.close(() => r()));
+    }
+  });
+
+  it('never sends a (paid) POST twice when the upstream received it in full and then reset the kept-alive connection: 502, received once', async () => {
+    // The upstream reads the whole second request on a reused connection (it would start a
+    // completion and bill it), then resets the connection before answering.
+    const received: string[] = [];
+    const upstreamServer = createServer((req, res) => {
+      const sock = req.socket as Socket & { served?: number };
+      sock.served = (sock.served ?? 0) + 1;
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push(Buffer.concat(chunks).toString());
+        if (sock.served! > 1) {
+          sock.resetAndDestroy();
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+      });
+    });
+    await new Promise<void>((r) => upstreamServer.listen(0, '127.0.0.1', () => r()));
+    try {
+      h = await startProxy(`http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`, {});
+      upstream = new ScriptedUpstream(); // not started: afterEach closes it
+      const post = (): Promise<Response> => fetch(`${h!.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: anthropicBody() });
+      expect((await post()).status).toBe(200);
+      received.length = 0;
+      const second = await post();
+      expect(second.status).toBe(502);
+      expect((await second.json()) as unknown).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+      // The upstream had the whole request before the reset: sending it again would bill it twice.
+      expect(received).toHaveLength(1);
     } finally {
       upstreamServer.closeAllConnections();
       await new Promise<void>((r) => upstreamServer.close(() => r()));
