@@ -6,6 +6,7 @@
  * The number travels in the `x-relay-seq` request header (the first relay sets it).
  */
 import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import { resendGuard } from '../../src/proxy/forward.js';
 import { LoopbackServer } from './loopback.js';
 
 export const SEQ_HEADER = 'x-relay-seq';
@@ -39,9 +40,10 @@ export class RecordingRelay {
         });
         upRes.on('error', () => res.destroy());
       };
-      // The whole request body first, so a request that went out on a kept-alive connection the
-      // target had just closed is sent again on a new one (as the proxy does), not cut: the
-      // relay must not add failures of its own to what it records.
+      // The whole request body first, so a request the target cannot have handled (its
+      // kept-alive connection closed under it) is sent again on a new one by the proxy's own
+      // rule, not cut: the relay must not add failures of its own to what it records, nor send
+      // the target a request twice.
       const sent: Buffer[] = [];
       req.on('data', (c: Buffer) => sent.push(c));
       req.on('end', () => {
@@ -49,8 +51,9 @@ export class RecordingRelay {
         this.requestBodies.set(seq, body);
         const send = (retries: number): void => {
           const up = request(url, { method: req.method, headers }, onResponse);
+          const mayResend = resendGuard(up);
           up.on('error', (err: NodeJS.ErrnoException) => {
-            if (up.reusedSocket && err.code === 'ECONNRESET' && retries > 0 && !res.headersSent) send(retries - 1);
+            if (mayResend(err) && retries > 0 && !res.headersSent) send(retries - 1);
             else res.destroy();
           });
           up.end(body);
