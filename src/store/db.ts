@@ -15,25 +15,29 @@ export interface OpenDbOptions {
   readonly readonly?: boolean;
 }
 
-let addonPath: string | null | undefined;
+let addonPath: string | undefined;
 
 /**
  * better-sqlite3's compiled addon, handed to it directly. Its own lookup (the `bindings`
  * package) finds the package from the caller's stack frame and probes a dozen paths: that
  * fails where better-sqlite3's JavaScript is bundled (the hook's chunks in dist/hook, see
- * rolldown.config.js) and is start-up work besides. Undefined (its own lookup) when the addon is
- * not at its usual place.
+ * rolldown.config.js), searching contextd's own folders and naming paths that are not where the
+ * addon belongs, and is start-up work besides. So there is no fallback: an addon missing from
+ * its place (the package's build/Release/, where its install puts it) is a STORE_FAILED naming
+ * that path.
  */
-function sqliteAddon(): string | undefined {
-  if (addonPath === undefined) {
-    try {
-      const path = join(dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
-      addonPath = existsSync(path) ? path : null;
-    } catch {
-      addonPath = null;
-    }
+function sqliteAddon(): string {
+  if (addonPath !== undefined) return addonPath;
+  let pkg: string;
+  try {
+    pkg = dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json'));
+  } catch (err) {
+    throw new ContextdError(ErrorCode.STORE_FAILED, `better-sqlite3 is not installed where contextd can find it: ${describeError(err)}`, {}, { cause: err });
   }
-  return addonPath ?? undefined;
+  const path = join(pkg, 'build', 'Release', 'better_sqlite3.node');
+  if (!existsSync(path)) throw new ContextdError(ErrorCode.STORE_FAILED, `better-sqlite3's compiled addon is missing: expected ${path} (reinstall contextd's dependencies)`, { path });
+  addonPath = path;
+  return path;
 }
 
 /**
@@ -45,10 +49,10 @@ export function openDb(path: string, options: OpenDbOptions = {}): Db {
     secureStateDir(dirname(path));
     secureStateFiles(path);
   }
+  const nativeBinding = sqliteAddon();
   let db: Db;
   try {
-    const nativeBinding = sqliteAddon();
-    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false, ...(nativeBinding !== undefined ? { nativeBinding } : {}) });
+    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false, nativeBinding });
   } catch (err) {
     throw new ContextdError(ErrorCode.STORE_FAILED, `cannot open state database ${path}: ${describeError(err)}`, { path }, { cause: err });
   }

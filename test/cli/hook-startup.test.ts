@@ -9,9 +9,9 @@
  * (`npm run bench -- hooks` measures that); what is loaded decides it.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { CONTEXTD_BIN } from '../agents/harness.js';
@@ -50,11 +50,11 @@ interface HookRun {
   readonly loaded: string[];
 }
 
-function runHook(d: DaemonDir, agent: string, event: Record<string, unknown>, extra: readonly string[] = []): Promise<HookRun> {
+function runHook(d: DaemonDir, agent: string, event: Record<string, unknown>, extra: readonly string[] = [], bin = CONTEXTD_BIN): Promise<HookRun> {
   const trace = join(d.dir, `trace-${Date.now()}-${Math.random().toString(36).slice(2)}.txt`);
   writeFileSync(trace, '');
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['-r', tracer, CONTEXTD_BIN, 'hook', agent, '--state', d.state, '--socket', d.socket, ...extra], {
+    const p = spawn(process.execPath, ['-r', tracer, bin, 'hook', agent, '--state', d.state, '--socket', d.socket, ...extra], {
       env: { PATH: process.env['PATH'], HOME: d.dir, CONTEXTD_LOAD_TRACE: trace },
       stdio: ['pipe', 'pipe', 'inherit'],
     });
@@ -89,6 +89,32 @@ async function harvested(d: DaemonDir): Promise<void> {
   const [file] = writeTranscripts(d.watch, [generateTranscript('claude-code', { seed: 1, task: TASK })]);
   const r = await runCli(['warm', 'harvest', file!, '--state', d.state]);
   expect(r.code, r.stderr).toBe(0);
+}
+
+/**
+ * An installed copy of contextd (bin/, package.json, the hook bundle) under `root`, with every
+ * npm package linked from this checkout's node_modules except better-sqlite3, whose package is
+ * copied without its compiled addon, or with `addon` (bytes) in the addon's place. Returns the
+ * launcher's path and where the copy expects the addon.
+ */
+function installedWithAddon(root: string, addon: Buffer | undefined): { bin: string; addonPath: string } {
+  const repo = dirname(dirname(CONTEXTD_BIN));
+  cpSync(join(repo, 'bin'), join(root, 'bin'), { recursive: true });
+  cpSync(join(repo, 'package.json'), join(root, 'package.json'));
+  cpSync(join(repo, 'dist', 'hook'), join(root, 'dist', 'hook'), { recursive: true });
+  mkdirSync(join(root, 'node_modules'));
+  for (const name of readdirSync(join(repo, 'node_modules'))) {
+    if (name !== 'better-sqlite3' && name !== '.bin') symlinkSync(realpathSync(join(repo, 'node_modules', name)), join(root, 'node_modules', name));
+  }
+  const pkg = join(root, 'node_modules', 'better-sqlite3');
+  cpSync(join(repo, 'node_modules', 'better-sqlite3', 'package.json'), join(pkg, 'package.json'));
+  cpSync(join(repo, 'node_modules', 'better-sqlite3', 'lib'), join(pkg, 'lib'), { recursive: true });
+  const addonPath = join(pkg, 'build', 'Release', 'better_sqlite3.node');
+  if (addon) {
+    mkdirSync(dirname(addonPath), { recursive: true });
+    writeFileSync(addonPath, addon);
+  }
+  return { bin: join(root, 'bin', 'contextd.js'), addonPath };
 }
 
 const prompt = (d: DaemonDir, session = 'p1'): Record<string, unknown> => ({ hook_event_name: 'UserPromptSubmit', session_id: session, prompt: 'fix the date parser test: parseDate loses the UTC offset', cwd: d.dir });
@@ -153,6 +179,23 @@ describe('contextd hook start-up', () => {
     expect(notes.find((n) => n['msg'] === 'warm snapshot unusable; reading the template store')).toMatchObject({ code: 'WARM_SNAPSHOT_INVALID', err: expect.stringMatching(/malformed detail of template/) as unknown });
     expect(notes.some((n) => n['msg'] === 'warm bootstrap read from the template store')).toBe(true);
   });
+
+  // A missing addon, and a file of junk bytes standing for an addon built for another Node ABI.
+  for (const [what, addon] of [['missing', undefined], ['not loadable', Buffer.from('\x7fnot an ELF shared object, junk bytes '.repeat(64))]] as const) {
+    it(`daemon down, store path, better-sqlite3's addon ${what}: the hook exits 0, prints nothing, and hooks.log names the addon path`, async () => {
+      const d = scope.tempDir(`hook-addon-${what.replace(' ', '-')}`);
+      await harvested(d);
+      rmSync(join(d.state, WARM_SNAPSHOT_FILE));
+      const installed = installedWithAddon(join(d.dir, 'installed'), addon);
+      const r = await runHook(d, 'claude-code', prompt(d), ['--budget', '400'], installed.bin);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('');
+      const notes = readFileSync(join(d.state, 'hooks.log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const failed = notes.find((n) => n['code'] === 'STORE_FAILED');
+      expect(failed, JSON.stringify(notes)).toBeDefined();
+      expect(String(failed!['err'])).toContain(installed.addonPath);
+    });
+  }
 
   it('daemon up: Claude Code and Codex prompts, and Codex SessionEnd, are answered over the socket, still lean', async () => {
     const d = scope.tempDir('hook-up');
