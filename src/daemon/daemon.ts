@@ -119,6 +119,7 @@ export class Daemon {
     this.tokenCache = new SqliteTokenCountCache(new TokenCounts(this.db), this.deps.logger);
     // So do the term stats and fingerprints a plan derives: a cold plan after a restart reads them.
     this.derivedCache = new SqliteDerivedDataCache(new DerivedData(this.db), this.deps.logger);
+    this.derivedCache.dropOtherVersions();
     const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
     this.sessions = new SessionManager(o, {

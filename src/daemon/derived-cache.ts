@@ -1,5 +1,5 @@
 import { decodeAnalysis, DERIVATION_VERSION, encodeAnalysis, type DerivedDataCache, type TextAnalysis } from '../model/index.js';
-import type { DerivedData, DerivedDataRow } from '../store/index.js';
+import { DERIVED_DATA_PURGE_PER_START, type DerivedData, type DerivedDataRow } from '../store/index.js';
 import { describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { contentHash, WriteBehind } from './write-behind.js';
@@ -64,5 +64,19 @@ export class SqliteDerivedDataCache implements DerivedDataCache {
   /** Flush and stop caching (before the database closes). */
   close(): void {
     this.pending.close();
+  }
+
+  /**
+   * Delete stored rows of other derivation versions (another build sharing the state folder,
+   * or an older one), at most DERIVED_DATA_PURGE_PER_START: called once when the daemon starts.
+   * A store failure is logged; the rows then stay until the next start or the size bound.
+   */
+  dropOtherVersions(): void {
+    try {
+      const rows = this.store.deleteOtherVersions(DERIVATION_VERSION, DERIVED_DATA_PURGE_PER_START);
+      if (rows > 0) this.log.info({ rows, version: DERIVATION_VERSION }, 'derived data of other derivation versions deleted');
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'derived data of other versions not deleted');
+    }
   }
 }

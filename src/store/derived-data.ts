@@ -11,17 +11,22 @@ export interface DerivedDataRow {
 /** Rows kept by default (about 100–300 MiB of messages' term stats and fingerprints). */
 export const DERIVED_DATA_MAX_ROWS = 300_000;
 
+/** Rows of other versions deleted at most when the daemon starts (`deleteOtherVersions`). */
+export const DERIVED_DATA_PURGE_PER_START = 100_000;
+
 /**
  * Per-message derived data (term statistics, fingerprints) keyed by content hash and the
  * version of the derivation that made it, so a cold plan after a restart reads what the last
- * run computed. A row of another version is never returned (the caller recomputes and
- * overwrites it). Bounded: once more than `maxRows` were written, the oldest written go. The
+ * run computed. A row of another version is never returned (the caller recomputes it), nor
+ * replaced: rows are unique by (hash, version), so two builds sharing a state folder keep their
+ * own; other versions' rows are deleted when the daemon starts. Bounded: once more than `maxRows` were written, the oldest written go. The
  * caller hashes and encodes; this module only stores.
  */
 export class DerivedData {
   private readonly selectMany: InListQuery;
   private readonly upsertMany;
   private readonly prune;
+  private readonly deleteOthers;
   private writtenSincePrune = 0;
 
   constructor(
@@ -31,6 +36,7 @@ export class DerivedData {
     this.selectMany = new InListQuery(db, (list) => `SELECT hash, data FROM derived_data WHERE version = ? AND hash IN (${list})`);
     const upsert = db.prepare(`INSERT OR REPLACE INTO derived_data (hash, version, data) VALUES (?, ?, ?)`);
     this.prune = db.prepare(`DELETE FROM derived_data WHERE id <= (SELECT max(id) FROM derived_data) - ?`);
+    this.deleteOthers = db.prepare(`DELETE FROM derived_data WHERE id IN (SELECT id FROM derived_data WHERE version <> ? LIMIT ?)`);
     this.upsertMany = db.transaction((version: number, rows: readonly DerivedDataRow[]) => {
       for (const r of rows) upsert.run(r.hash, version, r.data);
     });
@@ -61,6 +67,20 @@ export class DerivedData {
       }
     } catch (err) {
       throw wrapStoreError(err, 'cannot store derived data');
+    }
+  }
+
+  /**
+   * Delete up to `limit` rows of versions other than `version` (what another build of contextd
+   * sharing this state folder wrote, or an older derivation's): called when the daemon starts,
+   * bounded so a start never waits on a huge delete; what is left goes at the next start or by
+   * the size bound. Returns how many rows went.
+   */
+  deleteOtherVersions(version: number, limit: number): number {
+    try {
+      return this.deleteOthers.run(version, limit).changes;
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot delete derived data of other versions');
     }
   }
 }

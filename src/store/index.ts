@@ -5,4 +5,4 @@ export { Archive, archivedText, type ArchivedEdit, type ArchivedMessage, type Ar
 export { matchAny, matchTerms, matchText } from './fts.js';
 export { PlanLog, type PlanStatus, type StoredPlan } from './plans.js';
 export { TokenCounts, type TokenCountRow } from './token-counts.js';
-export { DerivedData, DERIVED_DATA_MAX_ROWS, type DerivedDataRow } from './derived-data.js';
+export { DerivedData, DERIVED_DATA_MAX_ROWS, DERIVED_DATA_PURGE_PER_START, type DerivedDataRow } from './derived-data.js';

@@ -229,4 +229,24 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    name: 'derived data rows unique by (hash, version), not hash alone',
+    // Two builds of different derivations sharing a state folder replaced each other's rows
+    // (INSERT OR REPLACE on the hash), and each replacement took a new id, which the size bound
+    // prunes by. The rows are copied with their ids; the daemon deletes other versions' rows
+    // when it starts (store/derived-data.ts deleteOtherVersions).
+    sql: `
+      CREATE TABLE derived_data_by_version (
+        id       INTEGER PRIMARY KEY,
+        hash     BLOB NOT NULL,
+        version  INTEGER NOT NULL,
+        data     BLOB NOT NULL,
+        UNIQUE (hash, version)
+      );
+      INSERT INTO derived_data_by_version (id, hash, version, data) SELECT id, hash, version, data FROM derived_data;
+      DROP TABLE derived_data;
+      ALTER TABLE derived_data_by_version RENAME TO derived_data;
+    `,
+  },
 ];

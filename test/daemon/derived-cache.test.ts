@@ -27,11 +27,12 @@ const budgetTokens = (() => {
   return Math.round(m.tokens() * 0.9);
 })();
 
-/** A daemon's run on the state file at `path`: open, build the session, plan, flush, close. */
+/** A daemon's run on the state file at `path`: open (deleting other versions' rows, as its start does), build the session, plan, flush, close. */
 async function runOn(path: string): Promise<{ plan: Plan; sections: unknown; maxId: number; rows: number }> {
   const db = openDb(path);
   dbs.push(db);
   const cache = new SqliteDerivedDataCache(new DerivedData(db), silent);
+  cache.dropOtherVersions();
   const model = new SessionModel({ sessionId: 'restart', tokenCounter: counter, budgetTokens, derivedCache: cache });
   model.applyAll(structuredClone(session.events));
   const sections = model.sections();
