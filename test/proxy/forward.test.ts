@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createServer, request } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { ScriptedUpstream, anthropicMessage, anthropicStream } from './upstream.js';
 import { readChunks, startProxy, type ProxyHarness } from './helpers.js';
@@ -19,6 +19,35 @@ async function setup(config: Parameters<typeof startProxy>[1] = {}): Promise<Pro
   const url = await upstream.start();
   h = await startProxy(url, config);
   return h;
+}
+
+/**
+ * Start the proxy in front of a real upstream server with `handler` (each request also gets the
+ * number of requests served so far on its connection, this one included), run `fn`, close both.
+ */
+async function withRawUpstream(handler: (req: IncomingMessage, res: ServerResponse, nth: number) => void, fn: (p: ProxyHarness, server: Server) => Promise<void>, config: Parameters<typeof startProxy>[1] = {}): Promise<void> {
+  const served = new WeakMap<Socket, number>();
+  const server = createServer((req, res) => {
+    const nth = (served.get(req.socket) ?? 0) + 1;
+    served.set(req.socket, nth);
+    handler(req, res, nth);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  try {
+    h = await startProxy(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, config);
+    upstream = new ScriptedUpstream(); // not started: afterEach closes it, not the last test's again
+    await fn(h, server);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+}
+
+/** The whole body of `req`, then `then` with it. */
+function readAll(req: IncomingMessage, then: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => then(Buffer.concat(chunks)));
 }
 
 const anthropicBody = (stream = false) => JSON.stringify({ model: 'claude-test', max_tokens: 100, stream, messages: [{ role: 'user', content: 'hello there' }] });
@@ -121,30 +150,21 @@ describe('proxy forwarding', () => {
     // keep-alive idle timeout ran out); the next request arrives only after that close.
     const received: string[] = [];
     let closed = 0;
-    const upstreamServer = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        received.push(Buffer.concat(chunks).toString());
+    const answer = (req: IncomingMessage, res: ServerResponse): void =>
+      readAll(req, (body) => {
+        received.push(body.toString());
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [] }), () => req.socket.end());
       });
-    });
-    upstreamServer.on('connection', (c: Socket) => c.on('close', () => closed++));
-    await new Promise<void>((r) => upstreamServer.listen(0, '127.0.0.1', () => r()));
-    try {
-      h = await startProxy(`http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`, {});
-      upstream = new ScriptedUpstream(); // not started: afterEach closes it, not the last test's again
+    await withRawUpstream(answer, async (p, server) => {
+      server.on('connection', (c: Socket) => c.on('close', () => closed++));
       for (let i = 0; i < 3; i++) {
-        const r = await fetch(`${h.url}/v1/models`, { method: 'POST', headers: { 'x-api-key': KEY }, body: `request ${i}` });
+        const r = await fetch(`${p.url}/v1/models`, { method: 'POST', headers: { 'x-api-key': KEY }, body: `request ${i}` });
         expect(r.status, `request ${i}`).toBe(200);
         expect(await r.json()).toEqual({ data: [] });
         while (closed < i + 1) await new Promise((r) => setTimeout(r, 5));
       }
       expect(received).toEqual(['request 0', 'request 1', 'request 2']);
-    } finally {
-      upstreamServer.closeAllConnections();
-      await new Promise<void>((r) => upstreamServer.close(() => r()));
-    }
+    });
   });
 
   it('sends a request again when the upstream dropped the reused connection before taking all of it: received once, 200', async () => {
@@ -152,60 +172,40 @@ describe('proxy forwarding', () => {
     // unread; the body is larger than the loopback socket buffers, so the reset comes before
     // the proxy has written the whole request: the upstream cannot have handled any of it.
     const received: number[] = [];
-    const upstreamServer = createServer((req, res) => {
-      const sock = req.socket as Socket & { served?: number };
-      sock.served = (sock.served ?? 0) + 1;
-      if (sock.served > 1) {
-        sock.resetAndDestroy();
-        return;
-      }
-      let bytes = 0;
-      req.on('data', (c: Buffer) => (bytes += c.length));
-      req.on('end', () => {
-        received.push(bytes);
+    const refuseRepeat = (req: IncomingMessage, res: ServerResponse, nth: number): void => {
+      if (nth > 1) return void req.socket.resetAndDestroy();
+      readAll(req, (body) => {
+        received.push(body.length);
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
       });
-    });
-    await new Promise<void>((r) => upstreamServer.listen(0, '127.0.0.1', () => r()));
-    try {
-      h = await startProxy(`http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`, { maxBodyBytes: 64 * 1024 * 1024 });
-      upstream = new ScriptedUpstream(); // not started: afterEach closes it
-      const big = Buffer.alloc(48 * 1024 * 1024, 7);
-      for (const body of [Buffer.from('small'), big]) {
-        const r = await fetch(`${h.url}/v1/files`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/octet-stream' }, body });
-        expect(r.status).toBe(200);
-        await r.text();
-      }
-      expect(received).toEqual([5, big.length]);
-    } finally {
-      upstreamServer.closeAllConnections();
-      await new Promise<void>((r) => upstreamServer.close(() => r()));
-    }
+    };
+    const big = Buffer.alloc(48 * 1024 * 1024, 7);
+    await withRawUpstream(
+      refuseRepeat,
+      async (p) => {
+        for (const body of [Buffer.from('small'), big]) {
+          const r = await fetch(`${p.url}/v1/files`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/octet-stream' }, body });
+          expect(r.status).toBe(200);
+          await r.text();
+        }
+      },
+      { maxBodyBytes: 64 * 1024 * 1024 },
+    );
+    expect(received).toEqual([5, big.length]);
   });
 
   it('never sends a (paid) POST twice when the upstream received it in full and then reset the kept-alive connection: 502, received once', async () => {
     // The upstream reads the whole second request on a reused connection (it would start a
     // completion and bill it), then resets the connection before answering.
     const received: string[] = [];
-    const upstreamServer = createServer((req, res) => {
-      const sock = req.socket as Socket & { served?: number };
-      sock.served = (sock.served ?? 0) + 1;
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        received.push(Buffer.concat(chunks).toString());
-        if (sock.served! > 1) {
-          sock.resetAndDestroy();
-          return;
-        }
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    const resetRepeat = (req: IncomingMessage, res: ServerResponse, nth: number): void =>
+      readAll(req, (body) => {
+        received.push(body.toString());
+        if (nth > 1) req.socket.resetAndDestroy();
+        else res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
       });
-    });
-    await new Promise<void>((r) => upstreamServer.listen(0, '127.0.0.1', () => r()));
-    try {
-      h = await startProxy(`http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`, {});
-      upstream = new ScriptedUpstream(); // not started: afterEach closes it
-      const post = (): Promise<Response> => fetch(`${h!.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: anthropicBody() });
+    await withRawUpstream(resetRepeat, async (p) => {
+      const post = (): Promise<Response> => fetch(`${p.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: anthropicBody() });
       expect((await post()).status).toBe(200);
       received.length = 0;
       const second = await post();
@@ -213,10 +213,7 @@ describe('proxy forwarding', () => {
       expect((await second.json()) as unknown).toMatchObject({ type: 'error', error: { type: 'api_error' } });
       // The upstream had the whole request before the reset: sending it again would bill it twice.
       expect(received).toHaveLength(1);
-    } finally {
-      upstreamServer.closeAllConnections();
-      await new Promise<void>((r) => upstreamServer.close(() => r()));
-    }
+    });
   });
 
   it('stops the upstream request when the agent hangs up', async () => {
