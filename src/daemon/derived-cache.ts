@@ -6,7 +6,7 @@ import type { Logger } from '../util/logger.js';
 import { WriteBehind } from './write-behind.js';
 
 /**
- * The daemon's derived-data cache: a 64-bit key of a fragment's text (text/hash `textLanes`) →
+ * The daemon's derived-data cache: a 53-bit key of a fragment's text (text/hash `textLanes`) →
  * its term stats and fingerprint (model/derived.ts encoding, DERIVATION_VERSION), in SQLite
  * (store/derived-data). The key is not cryptographic: each row records the length and an
  * independent 32-bit hash of its text, and a row of another text (a collision) is recomputed,
@@ -16,7 +16,7 @@ import { WriteBehind } from './write-behind.js';
  * truncated) is recomputed, never trusted; a store failure is logged and the data recomputed.
  */
 export class SqliteDerivedDataCache implements DerivedDataCache {
-  private readonly pending: WriteBehind<DerivedDataRow & { readonly analysis: TextAnalysis; readonly owner: TextOwner }>;
+  private readonly pending: WriteBehind<DerivedDataRow & { readonly analysis: TextAnalysis; readonly owner: TextOwner }, number>;
   private readonly log: Logger;
 
   constructor(
@@ -29,19 +29,18 @@ export class SqliteDerivedDataCache implements DerivedDataCache {
 
   getMany(texts: readonly string[]): (TextAnalysis | undefined)[] {
     const owners: TextOwner[] = [];
-    const hashes = texts.map((t) => {
+    const keys = texts.map((t) => {
       const { key, owner } = keyOf(t);
       owners.push(owner);
       return key;
     });
-    const keys = hashes.map((h) => h.toString('latin1'));
     const out: (TextAnalysis | undefined)[] = this.pending.size === 0 ? new Array<undefined>(texts.length).fill(undefined) : keys.map((k, i) => {
             const p = this.pending.get(k);
             return p && sameOwner(p.owner, owners[i] as TextOwner) ? p.analysis : undefined;
           });
-    const missing = hashes.filter((_, i) => out[i] === undefined);
+    const missing = keys.filter((_, i) => out[i] === undefined);
     if (missing.length === 0) return out;
-    let stored: Map<string, Buffer>;
+    let stored: Map<number, Buffer>;
     try {
       stored = this.store.getMany(DERIVATION_VERSION, missing);
     } catch (err) {
@@ -51,7 +50,7 @@ export class SqliteDerivedDataCache implements DerivedDataCache {
     let bad = 0;
     const result = out.map((a, i) => {
       if (a) return a;
-      const bytes = stored.get(keys[i] as string);
+      const bytes = stored.get(keys[i] as number);
       if (!bytes) return undefined;
       const decoded = decodeAnalysis(bytes, owners[i] as TextOwner);
       if (!decoded) bad++;
@@ -64,7 +63,7 @@ export class SqliteDerivedDataCache implements DerivedDataCache {
   setMany(entries: readonly { readonly text: string; readonly analysis: TextAnalysis }[]): void {
     for (const { text, analysis } of entries) {
       const { key, owner } = keyOf(text);
-      this.pending.add(key.toString('latin1'), { hash: key, data: encodeAnalysis(analysis, owner), analysis, owner });
+      this.pending.add(key, { key, data: encodeAnalysis(analysis, owner), analysis, owner });
     }
   }
 
@@ -81,13 +80,10 @@ export class SqliteDerivedDataCache implements DerivedDataCache {
 
 const lanes = new Uint32Array(3);
 
-/** The 8-byte store key of a text and what its row must record of it. */
-function keyOf(text: string): { key: Buffer; owner: TextOwner } {
+/** The 53-bit store key of a text (lane 0 and the top 21 bits of lane 1: an exact double) and what its row must record of it. */
+function keyOf(text: string): { key: number; owner: TextOwner } {
   textLanes(text, lanes);
-  const key = Buffer.allocUnsafe(8);
-  key.writeUInt32LE(lanes[0] as number, 0);
-  key.writeUInt32LE(lanes[1] as number, 4);
-  return { key, owner: { chars: text.length, check: lanes[2] as number } };
+  return { key: (lanes[0] as number) * 0x200000 + ((lanes[1] as number) >>> 11), owner: { chars: text.length, check: lanes[2] as number } };
 }
 
 function sameOwner(a: TextOwner, b: TextOwner): boolean {
