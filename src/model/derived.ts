@@ -11,7 +11,7 @@
 import { analyseText, hash52 } from '../text/index.js';
 import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
 
-/** Bump on any change to what `analyseFragmentText` computes or to the encoding below. */
+/** Bump on any change to what `analyseFragmentText` computes or to the encoding below (test/model/derived.test.ts pins a fixed text's encoding to fail when one is forgotten). */
 export const DERIVATION_VERSION = 2;
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
 import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, encodeAnalysis, SessionModel, type DerivedDataCache, type TextAnalysis, type TextOwner } from '../../src/model/index.js';
 import { MIN_CACHED_TEXT_CHARS } from '../../src/model/derived.js';
 import { generateSession } from '../../src/bench/retention.js';
@@ -117,6 +118,35 @@ describe('derived data (term stats, fingerprints)', () => {
     m.apply(extra);
     const ref = build([...session.events, extra]);
     expect(m.sections()).toEqual(ref.sections());
+  });
+});
+
+/**
+ * A fixed text exercising the derivation's parts: prose with stop words, code, paths, numbers,
+ * case, punctuation, non-ASCII, and repeated phrases (shingles).
+ */
+const GOLDEN_TEXT = [
+  'The parser in src/parse/date.ts drops the UTC offset: parseDate("2024-03-01T10:00:00+02:00") returns 08:00Z.',
+  'function parseDate(input: string): Date { const m = /^(\\d{4})-(\\d{2})/.exec(input); return new Date(Date.UTC(+m[1], +m[2] - 1)); }',
+  'Error: expected 2024-03-01T08:00:00.000Z to equal 2024-03-01T10:00:00.000+02:00 at test/parse/date.test.ts:42:17',
+  'Zürich naïve café — 東京 — the offset is lost, the offset is lost, the offset is lost again after the fix was reverted.',
+  'npm test -- --run test/parse  # 3 failed, 118 passed; FAIL_FAST=1 MAX_RETRIES=0x1f',
+].join('\n');
+
+/**
+ * The derivation of GOLDEN_TEXT as it is stored: DERIVATION_VERSION and the SHA-256 of its
+ * encoding. Stored rows are trusted by version alone, so any change to what is derived (word
+ * split, stop words, term hashing, shingles, MinHash) or to the encoding must bump the version;
+ * this pin makes a change that forgets to fail.
+ */
+const GOLDEN = { version: 2, sha256: 'b6bce50a9c22d66a15be66b44d6c3cf7d1c468015ddda60b71d2eff6457b3798' };
+
+describe('derivation golden', () => {
+  it('a fixed text derives and encodes to pinned bytes; a change must bump DERIVATION_VERSION', () => {
+    const bytes = encodeAnalysis(analyseFragmentText(GOLDEN_TEXT), { chars: GOLDEN_TEXT.length, check: 0x5eed1234 });
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    expect(DERIVATION_VERSION, `DERIVATION_VERSION is now ${DERIVATION_VERSION}: pin GOLDEN = { version: ${DERIVATION_VERSION}, sha256: '${sha256}' }`).toBe(GOLDEN.version);
+    expect(sha256, 'derivation changed: bump DERIVATION_VERSION (then pin the new version and hash in GOLDEN)').toBe(GOLDEN.sha256);
   });
 });
 
