@@ -165,6 +165,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private steady = false;
   /** Readers of a session held at the gate, woken when what held them clears. */
   private readonly readWaiters = new Map<LiveSession, Set<() => void>>();
+  /**
+   * Sessions released with lines read but not applied, and the tokens their rebuild will hold:
+   * nothing else would bring those lines back (the tailer read past them), so their turn rebuilds
+   * them once the memory budget has room (`rebuildDropped`).
+   */
+  private readonly rebuildDue = new Map<LiveSession, number>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -234,6 +240,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (s.fed || this.closing) return s;
     this.queued.push(s, { events, toOffset, bytes });
     if (toOffset !== undefined) s.queuedOffset = toOffset;
+    // Lines just read are activity: the idle sweep and the memory budget (oldest first) must not
+    // take this session for a quiet one while its lines wait for their turn.
+    s.life.touched(this.now(), false);
     this.schedule(s);
     return s;
   }
@@ -405,6 +414,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       const s = this.sessions.get(id);
       if (s) this.release(s, 'idle');
     }
+    // The sweep is also when sessions waiting to be rebuilt look again at the budget.
+    for (const d of this.rebuildDue.keys()) this.schedule(d);
     return ids.length;
   }
 
@@ -432,6 +443,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
+    const droppedTokens = this.queued.bytesOf(s) / QUEUED_BYTES_PER_TOKEN;
     const dropped = this.queued.drop(s);
     s.life.released(s.model.version, dropped > 0);
     s.released = { offset: s.queuedOffset ?? s.tailOffset ?? 0, headroom };
@@ -440,6 +452,27 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, droppedBatches: dropped, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
     this.wakeReaders(s);
     this.deps.memoryFreed?.();
+    // Memory was freed: sessions waiting to be rebuilt may fit now (this one too, when released idle).
+    if (dropped > 0) this.rebuildDue.set(s, headroom.tokens + droppedTokens);
+    for (const d of this.rebuildDue.keys()) this.schedule(d);
+  }
+
+  /**
+   * The turn of a session released with lines it had read: rebuilt (from its transcript, with
+   * those lines) when the models held and its own fit the memory budget; else it waits for the
+   * next release or idle sweep to look again.
+   */
+  private rebuildDropped(s: LiveSession): void {
+    const tokens = this.rebuildDue.get(s);
+    if (tokens === undefined) return;
+    if (!s.released || !this.current(s) || s.fed) {
+      this.rebuildDue.delete(s);
+      return;
+    }
+    const budget = this.options.memory ?? MEMORY_DEFAULTS;
+    if (budget.maxSessionTokens > 0 && this.heldTokens() + this.queued.bytes / QUEUED_BYTES_PER_TOKEN + tokens > budget.maxSessionTokens) return;
+    this.rebuildDue.delete(s);
+    this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
   }
 
   /**
@@ -486,6 +519,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.model = model;
     s.tailOffset = r.offset;
     s.released = undefined;
+    this.rebuildDue.delete(s);
     s.life.restored(model.version);
     this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length }, 'released session rebuilt from its transcript');
     const pending = s.pending.splice(0);
@@ -762,6 +796,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.closing = true;
     this.stopping.abort(new ContextdError(ErrorCode.LIFECYCLE, 'contextd is shutting down: the plan was abandoned'));
     for (const s of [...this.runQueue]) this.queued.drop(s);
+    this.rebuildDue.clear();
     this.planQueue.clear();
     this.runQueue.clear();
     this.deferredPlans.clear();
@@ -911,6 +946,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!s) return;
     this.runQueue.delete(s);
     if (!this.current(s)) return;
+    if (s.released && !this.queued.has(s)) this.rebuildDropped(s);
     if (this.queued.has(s) && !this.applyQueued(s, () => w.left())) {
       this.runQueue.add(s); // the rest in a later turn
       // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:

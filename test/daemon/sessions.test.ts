@@ -305,6 +305,70 @@ describe('SessionManager release with lines read but not applied', () => {
   });
 });
 
+describe('SessionManager release of a session with lines just read', () => {
+  /** A transcript on disk split in two halves: the first applied, the second read and queued. */
+  function halves(dir: string, name: string, rounds: number, variant?: string) {
+    const file = join(dir, `${name}.jsonl`);
+    const text = demoTranscriptJsonl({ rounds, ...(variant ? { variant } : {}) });
+    writeFileSync(file, text);
+    const lines = text.split('\n').filter(Boolean);
+    const adapter = createOpenAIChatAdapter();
+    const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+    const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
+    const half = Math.floor(lines.length / 2);
+    const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
+    const total = Buffer.byteLength(text);
+    return { file, all: () => parse(lines, 0), first: () => parse(lines.slice(0, half), 0), second: () => parse(lines.slice(half), half), appliedBytes, total };
+  }
+
+  it('a session whose lines were just read is not released as idle, and its appended lines reach its model without another append or request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-idle-queued-'));
+    dirs.push(dir);
+    const a = halves(dir, 'a', 4);
+    let t = 1_000_000;
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 60_000 } });
+    manager.steadyState();
+    const s = manager.ingest(a.file, 'a', 'openai-chat', a.first(), a.appliedBytes);
+    const before = s.headroom().tokens;
+    // The session was quiet for a minute; now the agent appends and the tailer reads it (queued: its turn comes later).
+    t += 61_000;
+    manager.enqueue(a.file, 'a', 'openai-chat', a.second(), a.total, a.total - a.appliedBytes);
+    // The periodic idle sweep runs before the pump's turn: lines read a moment ago are not "idle".
+    expect(manager.releaseIdle(), 'released a session whose lines had just been read').toBe(0);
+    await vi.waitFor(() => expect(s.headroom().tokens).toBeGreaterThan(before));
+    expect(s.released).toBeUndefined();
+  });
+
+  it('a session released by the memory budget with lines queued is rebuilt with them once the budget allows, without another append or request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-budget-queued-'));
+    dirs.push(dir);
+    const a = halves(dir, 'a', 4);
+    const b = halves(dir, 'b', 4, 'b');
+    // Reference sizes: every line applied.
+    const refA = setup().manager.ingest(a.file, 'a', 'openai-chat', a.all(), a.total).model.tokens();
+    const refB = setup().manager.ingest(b.file, 'b', 'openai-chat', b.all(), b.total).model.tokens();
+    let t = 1_000_000;
+    // Room for either session, not for both.
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: Math.max(refA, refB) + 10, releaseAfterMs: 0, idleReleaseMs: 60_000 } });
+    manager.steadyState();
+    const sa = manager.ingest(a.file, 'a', 'openai-chat', a.first(), a.appliedBytes);
+    t += 10;
+    // a's second half is read and waits for its turn; then b grows past the budget: a (least recently active) goes, its queue with it.
+    manager.enqueue(a.file, 'a', 'openai-chat', a.second(), a.total, a.total - a.appliedBytes);
+    t += 10;
+    const sb = manager.ingest(b.file, 'b', 'openai-chat', b.all(), b.total);
+    expect(sa.released?.offset).toBe(a.total);
+    expect(sb.released).toBeUndefined();
+    // b goes quiet and the idle sweep releases it: now a fits, and is rebuilt with the lines its release dropped.
+    t += 61_000;
+    expect(manager.releaseIdle()).toBe(1);
+    expect(sb.released).toBeDefined();
+    await vi.waitFor(() => expect(sa.released).toBeUndefined());
+    expect(sa.model.tokens()).toBe(refA);
+    expect(sa.tailOffset).toBe(a.total);
+  });
+});
+
 describe('SessionManager run queue (transcript batches and plans in turns)', () => {
   /** Split events into `n` batches of about the same length. */
   const batches = (evs: readonly TranscriptEvent[], n: number): TranscriptEvent[][] => {
