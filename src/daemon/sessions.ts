@@ -12,6 +12,7 @@ import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
+import type { DeclineState } from './declined-edits.js';
 import { IngestQueue } from './ingest-queue.js';
 import { LoopBudget, type BudgetWorker } from './loop-budget.js';
 import { ADVISORY_PLAN_INTERVAL_MS, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
@@ -783,7 +784,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private decline(s: LiveSession, generation: number, edits: readonly Plan['edits'][number][], keepTokens: number): void {
     if (edits.length === 0 || generation !== s.life.generation) return;
-    s.declined.decline(s.model, edits, keepTokens, zoneOf(s.model.headroom(), this.options), this.now());
+    s.declined.decline(s.model, edits, keepTokens, this.declineState(s.model), this.now());
+  }
+
+  /** Where `model` stands for DeclinedEdits: its zone and headroom. */
+  private declineState(model: SessionModel): DeclineState {
+    const headroom = model.headroom().headroom;
+    return { zone: zoneOf({ headroom }, this.options), headroom };
   }
 
   /**
@@ -1058,7 +1065,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const basis = { model, generation: s.life.generation, epoch: model.epoch };
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
     // An automatic plan leaves alone what the agent declined (a manual one is asked for: it may propose anything).
-    const declined = mode === 'manual' ? undefined : s.declined.held(model, zoneOf(model.headroom(), this.options), this.now());
+    const declined = mode === 'manual' ? undefined : s.declined.held(model, this.declineState(model), this.options.reserveRatio, this.now());
     try {
       const plan = await planCompaction(model, {
         mode,
