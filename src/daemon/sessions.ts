@@ -396,7 +396,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private enforceBudget(keep: LiveSession): void {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
-    if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queued.bytes / QUEUED_BYTES_PER_TOKEN <= budget.maxSessionTokens) return;
+    if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queuedTokens() <= budget.maxSessionTokens) return;
     for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
       const s = this.sessions.get(id);
       if (s) this.release(s, 'memory budget');
@@ -420,6 +420,17 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return ids.length;
   }
 
+  /**
+   * Tokens of lines read but not applied (of `s`, or of all sessions) as the memory budget counts
+   * them. None during the first scan: a session with lines queued cannot be released then, so
+   * counting them would only release the sessions already scanned, to rebuild them soon after
+   * (the queue is bounded by INGEST_HIGH_WATER_BYTES).
+   */
+  private queuedTokens(s?: LiveSession): number {
+    if (!this.steady) return 0;
+    return (s ? this.queued.bytesOf(s) : this.queued.bytes) / QUEUED_BYTES_PER_TOKEN;
+  }
+
   /** The in-memory tailed sessions as the memory budget sees them. */
   private held(keep: LiveSession | undefined): HeldSession[] {
     return [...this.sessions.values()]
@@ -427,7 +438,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       .map((s) => ({
         sessionId: s.sessionId,
         // lines read and not applied count too: a release drops them (the rebuild reads them again)
-        tokens: s.model.tokens() + this.queued.bytesOf(s) / QUEUED_BYTES_PER_TOKEN,
+        tokens: s.model.tokens() + this.queuedTokens(s),
         lastActivityAt: s.lastActivityAt,
         // (during the first scan a session's queue may hold all of it: released then, status would show it empty)
         releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
@@ -471,7 +482,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       return;
     }
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
-    if (budget.maxSessionTokens > 0 && this.heldTokens() + this.queued.bytes / QUEUED_BYTES_PER_TOKEN + tokens > budget.maxSessionTokens) return;
+    if (budget.maxSessionTokens > 0 && this.heldTokens() + this.queuedTokens() + tokens > budget.maxSessionTokens) return;
     this.rebuildDue.delete(s);
     this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
   }

@@ -369,6 +369,51 @@ describe('SessionManager release of a session with lines just read', () => {
   });
 });
 
+describe('SessionManager first scan under the memory budget', () => {
+  it('counts no queued bytes against the budget during the first scan: a large queue releases no session that is then rebuilt', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-first-scan-budget-'));
+    dirs.push(dir);
+    const adapter = createOpenAIChatAdapter();
+    const N = 6;
+    // Transcripts heavy in bytes the model does not keep (metadata an agent writes beside each message): a large queue, small models.
+    const files = Array.from({ length: N }, (_, i) => {
+      const file = join(dir, `s${i}.jsonl`);
+      const lines = demoTranscript({ rounds: 2, variant: `v${i}` }).map((l) => `${JSON.stringify({ ...l, meta: 'x'.repeat(8_000) })}\n`);
+      writeFileSync(file, lines.join(''));
+      const offsets = lines.map((_, k) => Buffer.byteLength(lines.slice(0, k).join('')));
+      const batch = (from: number, to: number) => ({
+        events: lines.slice(from, to).flatMap((l, k) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + k] as number)),
+        toOffset: Buffer.byteLength(lines.slice(0, to).join('')),
+        bytes: Buffer.byteLength(lines.slice(from, to).join('')),
+      });
+      return { id: `s${i}`, file, n: lines.length, batch };
+    });
+    // Reference: every model, in full, fits the budget with room to spare.
+    const ref = setup().manager;
+    for (const f of files) ref.ingest(f.file, f.id, 'openai-chat', f.batch(0, f.n).events, f.batch(0, f.n).toOffset);
+    const modelsTokens = ref.heldTokens();
+    const queuedTokens = files.reduce((n, f) => n + f.batch(0, f.n).bytes / 4, 0);
+    expect(queuedTokens).toBeGreaterThan(4 * modelsTokens);
+
+    const { manager, lines } = setup({ memory: { maxSessionTokens: Math.ceil(modelsTokens * 1.5), releaseAfterMs: 0, idleReleaseMs: 0 } });
+    // The first scan (no steadyState yet) reads each transcript in three reads, as the tailer does a long file.
+    const cut = (f: (typeof files)[number]) => [0, 2, f.n - 1, f.n];
+    for (let r = 0; r < 3; r++) {
+      for (const f of files) {
+        const [from, to] = [cut(f)[r] as number, cut(f)[r + 1] as number];
+        const b = f.batch(from, to);
+        manager.enqueue(f.file, f.id, 'openai-chat', b.events, b.toOffset, b.bytes);
+      }
+      await manager.settled();
+    }
+    await manager.drain();
+    const released = lines.filter((l) => String(l.msg).startsWith('session released from memory')).length;
+    const rebuilt = lines.filter((l) => l.msg === 'released session rebuilt from its transcript').length;
+    expect({ released, rebuilt }).toEqual({ released: 0, rebuilt: 0 });
+    expect(manager.heldTokens()).toBe(modelsTokens);
+  });
+});
+
 describe('SessionManager run queue (transcript batches and plans in turns)', () => {
   /** Split events into `n` batches of about the same length. */
   const batches = (evs: readonly TranscriptEvent[], n: number): TranscriptEvent[][] => {
