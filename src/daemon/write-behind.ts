@@ -18,8 +18,8 @@ export function contentHash(texts: readonly string[]): Buffer {
  * one per message, and no write happens on the append path. A failed write is logged with
  * `lostWhat` and forgotten: the caches it feeds are recomputable.
  */
-export class WriteBehind<Row> {
-  private readonly pending = new Map<string, Row>();
+export class WriteBehind<Row, Key = string> {
+  private readonly pending = new Map<Key, Row>();
   private scheduled: NodeJS.Immediate | undefined;
   private closed = false;
 
@@ -35,12 +35,12 @@ export class WriteBehind<Row> {
   }
 
   /** The row waiting under `key`, if any. */
-  get(key: string): Row | undefined {
+  get(key: Key): Row | undefined {
     return this.pending.get(key);
   }
 
   /** Queue a row (after `close`, dropped). */
-  add(key: string, row: Row): void {
+  add(key: Key, row: Row): void {
     if (this.closed) return;
     this.pending.set(key, row);
     if (this.pending.size >= FLUSH_AT) this.flush();

@@ -12,7 +12,7 @@ import { analyseText, hash52 } from '../text/index.js';
 import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
 
 /** Bump on any change to what `analyseFragmentText` computes or to the encoding below. */
-export const DERIVATION_VERSION = 1;
+export const DERIVATION_VERSION = 2;
 
 /**
  * Term frequencies of a text with each term stood for by its 52-bit hash (`hash52`): the
@@ -56,10 +56,21 @@ export function analyseFragmentText(text: string): TextAnalysis {
 }
 
 /**
- * Header (u32 each): version, checksum of everything after the header, length, totalShingles,
- * uniqueShingles, term count; then the signature.
+ * What a stored row records of the text it was derived from: its length in UTF-16 units and a
+ * 32-bit hash independent of the cache key. A row whose owner differs from the text asked for
+ * (two texts sharing a key) is not returned, so a key collision costs a recompute, never a
+ * wrong result.
  */
-const HEADER_WORDS = 6;
+export interface TextOwner {
+  readonly chars: number;
+  readonly check: number;
+}
+
+/**
+ * Header (u32 each): version, checksum of everything after the header, length, totalShingles,
+ * uniqueShingles, term count, the owner's chars and check; then the signature.
+ */
+const HEADER_WORDS = 8;
 const HASH_LIMIT = 2 ** 52;
 const FIXED_WORDS = HEADER_WORDS + MINHASH_SLOTS;
 const EMPTY_BIN = 0xffffffff;
@@ -76,13 +87,13 @@ function checksum(bytes: Uint8Array, from: number): number {
  * The bytes of an analysis (little-endian): the header and signature, the term counts (u32),
  * then the term hashes (f64).
  */
-export function encodeAnalysis(a: TextAnalysis): Uint8Array {
+export function encodeAnalysis(a: TextAnalysis, owner: TextOwner): Uint8Array {
   const { stats, features } = a;
   const n = stats.counts.length;
   const words = FIXED_WORDS + n;
   const out = new Uint8Array(words * 4 + n * 8);
   const view = new DataView(out.buffer);
-  const head = [DERIVATION_VERSION, 0, stats.length, features.totalShingles, features.uniqueShingles, n];
+  const head = [DERIVATION_VERSION, 0, stats.length, features.totalShingles, features.uniqueShingles, n, owner.chars, owner.check];
   head.forEach((v, i) => view.setUint32(i * 4, v, true));
   for (let i = 0; i < MINHASH_SLOTS; i++) view.setUint32((HEADER_WORDS + i) * 4, features.signature[i] as number, true);
   for (let i = 0; i < n; i++) view.setUint32((FIXED_WORDS + i) * 4, stats.counts[i] as number, true);
@@ -92,17 +103,19 @@ export function encodeAnalysis(a: TextAnalysis): Uint8Array {
 }
 
 /**
- * The analysis in `bytes`, or undefined when they are of another version or inconsistent
- * (truncated, corrupted): the caller then recomputes it. Checks every invariant the encoder's
+ * The analysis in `bytes`, or undefined when they are of another version, of another text
+ * than `owner` (a key collision), or inconsistent (truncated, corrupted): the caller then
+ * recomputes it. Checks every invariant the encoder's
  * input holds (counts sum to the length, a term per count, an empty signature exactly when
  * there are no shingles), so a damaged row is not trusted.
  */
-export function decodeAnalysis(bytes: Uint8Array): TextAnalysis | undefined {
+export function decodeAnalysis(bytes: Uint8Array, owner: TextOwner): TextAnalysis | undefined {
   if (bytes.length < FIXED_WORDS * 4) return undefined;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const u32 = (word: number): number => view.getUint32(word * 4, true);
   const [version, sum0, length, total, unique, termCount] = [u32(0), u32(1), u32(2), u32(3), u32(4), u32(5)];
-  if (version !== DERIVATION_VERSION || unique > total || (total > 0 && unique === 0)) return undefined;
+  if (version !== DERIVATION_VERSION || u32(6) !== owner.chars || u32(7) !== owner.check) return undefined;
+  if (unique > total || (total > 0 && unique === 0)) return undefined;
   const words = FIXED_WORDS + termCount;
   if (bytes.length !== words * 4 + termCount * 8 || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
   const signature = new Uint32Array(MINHASH_SLOTS);

@@ -14,7 +14,7 @@ export { recencyWeight, DEFAULT_HALF_LIFE_TURNS, DEFAULT_HALF_LIFE_SECONDS } fro
 export { DENSITY_FLOOR, densityFeatures, similarity, densityOf } from './density.js';
 export type { DensityFeatures } from './density.js';
 export { DERIVATION_VERSION, analyseFragmentText, encodeAnalysis, decodeAnalysis } from './derived.js';
-export type { DerivedDataCache, TextAnalysis } from './derived.js';
+export type { DerivedDataCache, TextAnalysis, TextOwner } from './derived.js';
 export { RELEVANCE_FLOOR, GOAL_TERM_WEIGHT, ANCHOR_TERM_WEIGHT } from './relevance.js';
 export {
   LARGE_TOOL_OUTPUT_TOKENS,

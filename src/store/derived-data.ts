@@ -2,9 +2,12 @@ import type { Db } from './db.js';
 import { wrapStoreError } from './db.js';
 import { InListQuery } from './in-list.js';
 
-/** One stored entry: the encoded derived data of the text whose content hash is `hash`. */
+/**
+ * One stored entry: the encoded derived data of the text whose content key is `key` (a
+ * non-negative integer below 2^53, bound as an SQLite INTEGER: no Buffer per key).
+ */
 export interface DerivedDataRow {
-  readonly hash: Buffer;
+  readonly key: number;
   readonly data: Uint8Array;
 }
 
@@ -12,11 +15,11 @@ export interface DerivedDataRow {
 export const DERIVED_DATA_MAX_ROWS = 300_000;
 
 /**
- * Per-message derived data (term statistics, fingerprints) keyed by content hash and the
+ * Per-message derived data (term statistics, fingerprints) keyed by a content key and the
  * version of the derivation that made it, so a cold plan after a restart reads what the last
  * run computed. A row of another version is never returned (the caller recomputes and
  * overwrites it). Bounded: once more than `maxRows` were written, the oldest written go. The
- * caller hashes and encodes; this module only stores.
+ * caller keys, encodes and checks that a row is of its text; this module only stores.
  */
 export class DerivedData {
   private readonly selectMany: InListQuery;
@@ -32,22 +35,22 @@ export class DerivedData {
     const upsert = db.prepare(`INSERT OR REPLACE INTO derived_data (hash, version, data) VALUES (?, ?, ?)`);
     this.prune = db.prepare(`DELETE FROM derived_data WHERE id <= (SELECT max(id) FROM derived_data) - ?`);
     this.upsertMany = db.transaction((version: number, rows: readonly DerivedDataRow[]) => {
-      for (const r of rows) upsert.run(r.hash, version, r.data);
+      for (const r of rows) upsert.run(r.key, version, r.data);
     });
   }
 
-  /** The stored data of many hashes under `version`, keyed by the hash's bytes as a latin1 string (absent ones missing). */
-  getMany(version: number, hashes: readonly Buffer[]): Map<string, Buffer> {
-    const out = new Map<string, Buffer>();
+  /** The stored data of many keys under `version` (absent ones missing). */
+  getMany(version: number, keys: readonly number[]): Map<number, Buffer> {
+    const out = new Map<number, Buffer>();
     try {
-      for (const [hash, data] of this.selectMany.all([version], hashes) as [Buffer, Buffer][]) out.set(hash.toString('latin1'), data);
+      for (const [key, data] of this.selectMany.all([version], keys) as [number, Buffer][]) out.set(key, data);
     } catch (err) {
       throw wrapStoreError(err, 'cannot read cached derived data');
     }
     return out;
   }
 
-  /** Store rows in one transaction (a row of the same hash is replaced), then drop the oldest past the bound. */
+  /** Store rows in one transaction (a row of the same key is replaced), then drop the oldest past the bound. */
   putMany(version: number, rows: readonly DerivedDataRow[]): void {
     if (rows.length === 0) return;
     try {

@@ -43,3 +43,27 @@ export function fnv1a64(text: string): string {
   }
   return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
 }
+
+/**
+ * Three 32-bit FNV-1a-style lanes of a string in one pass (different offset bases
+ * and primes), written to `out[0..2]`: lanes 0–1 make a 64-bit cache key, lane 2 a check a
+ * cache row keeps of the text it was made from, so two texts sharing a key (a collision) are
+ * told apart by the row and recomputed, never confused. Much cheaper than a SHA-1 per text
+ * for the many short texts of a session, and allocates nothing.
+ */
+export function textLanes(s: string, out: Uint32Array): void {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  let c = 0x2c1b3c6d;
+  for (let i = 0; i < s.length; i++) {
+    const ch = s.charCodeAt(i);
+    a = Math.imul(a ^ ch, 0x01000193);
+    b = Math.imul(b ^ ch, 0x5bd1e995);
+    b ^= b >>> 13;
+    c = Math.imul(c ^ ch, 0x27d4eb2f);
+    c ^= c >>> 16;
+  }
+  out[0] = a >>> 0;
+  out[1] = b >>> 0;
+  out[2] = c >>> 0;
+}

@@ -46,8 +46,8 @@ async function runOn(path: string): Promise<{ plan: Plan; sections: unknown; max
 /** What must not differ between two plans of the same context (ids and times do). */
 const sameness = (p: Plan): unknown => ({ tokensBefore: p.tokensBefore, tokensAfter: p.tokensAfter, edits: p.edits.map((e) => ({ ...e })) });
 
-describe('derived data persisted in SQLite by content hash', () => {
-  it('a restart reads it back and plans exactly as from scratch; corrupted and old-version rows are recomputed', async () => {
+describe('derived data persisted in SQLite by a 64-bit content key', () => {
+  it('a restart reads it back and plans exactly as from scratch; corrupted, old-version and colliding rows are recomputed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'contextd-derivedcache-'));
     dirs.push(dir);
     const path = join(dir, 'contextd.db');
@@ -69,11 +69,18 @@ describe('derived data persisted in SQLite by content hash', () => {
     db.prepare('UPDATE derived_data SET data = substr(data, 1, 40) WHERE id = ?').run(ids[0]);
     db.prepare("UPDATE derived_data SET data = CAST(data || x'00' AS BLOB) WHERE id = ?").run(ids[1]);
     db.prepare('UPDATE derived_data SET version = ? WHERE id = ?').run(DERIVATION_VERSION - 1, ids[2]);
+    // A key collision: two rows each holding the other text's (intact, checksummed) data. The
+    // row's record of its text tells them apart, so both are recomputed, not trusted.
+    const dataOf = db.prepare('SELECT data FROM derived_data WHERE id = ?').pluck();
+    const [d3, d4] = [dataOf.get(ids[3]), dataOf.get(ids[4])];
+    expect(d3).not.toEqual(d4);
+    db.prepare('UPDATE derived_data SET data = ? WHERE id = ?').run(d4, ids[3]);
+    db.prepare('UPDATE derived_data SET data = ? WHERE id = ?').run(d3, ids[4]);
     db.close();
     const mended = await runOn(path);
     expect(mended.sections).toEqual(cold.sections);
     expect(sameness(mended.plan)).toEqual(sameness(cold.plan));
-    expect(mended.maxId).toBe(cold.maxId + 3);
+    expect(mended.maxId).toBe(cold.maxId + 5);
     expect(mended.rows).toBe(cold.rows);
 
     const check = openDb(path);

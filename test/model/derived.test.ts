@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, encodeAnalysis, SessionModel, type DerivedDataCache, type TextAnalysis } from '../../src/model/index.js';
+import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, encodeAnalysis, SessionModel, type DerivedDataCache, type TextAnalysis, type TextOwner } from '../../src/model/index.js';
 import { MIN_CACHED_TEXT_CHARS } from '../../src/model/derived.js';
 import { generateSession } from '../../src/bench/retention.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { TermIndex } from '../../src/model/relevance.js';
+import { fnv1a32 } from '../../src/text/index.js';
+
+/** What a row records of its text (the daemon's cache uses an independent lane of its key hash; any stable hash fits here). */
+const ownerOf = (text: string): TextOwner => ({ chars: text.length, check: fnv1a32(text) });
 
 const counter = createTokenCounter();
 
@@ -17,13 +21,13 @@ class MapCache implements DerivedDataCache {
     this.asked += texts.length;
     return texts.map((t) => {
       const b = this.rows.get(t);
-      const a = b ? decodeAnalysis(b) : undefined;
+      const a = b ? decodeAnalysis(b, ownerOf(t)) : undefined;
       if (a) this.found++;
       return a;
     });
   }
   setMany(entries: readonly { text: string; analysis: TextAnalysis }[]): void {
-    for (const { text, analysis } of entries) this.rows.set(text, encodeAnalysis(analysis));
+    for (const { text, analysis } of entries) this.rows.set(text, encodeAnalysis(analysis, ownerOf(text)));
   }
 }
 
@@ -39,29 +43,35 @@ describe('derived data (term stats, fingerprints)', () => {
   it('round-trips through its encoding, for texts with and without terms and shingles', () => {
     for (const text of ['', 'ok', 'the the the', 'Running the pool tests again with the new timeout (3).', 'ünïcode wörds — 日本語 テキスト and src/model/index.ts '.repeat(20)]) {
       const a = analyseFragmentText(text);
-      expect(decodeAnalysis(encodeAnalysis(a))).toEqual(a);
+      expect(decodeAnalysis(encodeAnalysis(a, ownerOf(text)), ownerOf(text))).toEqual(a);
     }
   });
 
   it('refuses bytes of another version, truncated or corrupted, instead of trusting them', () => {
-    const a = analyseFragmentText('The retry loop in pool.ts reads config.max_retries before each attempt; the test expects 3 attempts.');
-    const good = encodeAnalysis(a);
+    const text = 'The retry loop in pool.ts reads config.max_retries before each attempt; the test expects 3 attempts.';
+    const a = analyseFragmentText(text);
+    const owner = ownerOf(text);
+    const good = encodeAnalysis(a, owner);
+    expect(decodeAnalysis(good, owner)).toEqual(a);
+    // A row of another text sharing the key (a collision): refused, so the text is analysed again.
+    expect(decodeAnalysis(good, { chars: owner.chars, check: owner.check ^ 1 })).toBeUndefined();
+    expect(decodeAnalysis(good, { chars: owner.chars + 1, check: owner.check })).toBeUndefined();
     const other = good.slice();
     new DataView(other.buffer).setUint32(0, DERIVATION_VERSION + 1, true);
-    expect(decodeAnalysis(other)).toBeUndefined();
-    for (const n of [0, 10, 4 * 70, good.length - 3]) expect(decodeAnalysis(good.subarray(0, n))).toBeUndefined();
+    expect(decodeAnalysis(other, owner)).toBeUndefined();
+    for (const n of [0, 10, 4 * 72, good.length - 3]) expect(decodeAnalysis(good.subarray(0, n), owner)).toBeUndefined();
     const badCount = good.slice();
-    new DataView(badCount.buffer).setUint32(4 * 70, 99, true); // a term count no longer sums to the length
-    expect(decodeAnalysis(badCount)).toBeUndefined();
+    new DataView(badCount.buffer).setUint32(4 * 72, 99, true); // a term count no longer sums to the length
+    expect(decodeAnalysis(badCount, owner)).toBeUndefined();
     const badHash = good.slice();
     new DataView(badHash.buffer).setFloat64(badHash.length - 8, 0.5, true); // not a 52-bit hash
-    expect(decodeAnalysis(badHash)).toBeUndefined();
+    expect(decodeAnalysis(badHash, owner)).toBeUndefined();
     const otherHash = good.slice();
     otherHash[otherHash.length - 8] = (otherHash[otherHash.length - 8] as number) ^ 1; // still a valid hash, another term: the checksum tells
-    expect(decodeAnalysis(otherHash)).toBeUndefined();
+    expect(decodeAnalysis(otherHash, owner)).toBeUndefined();
     const badSig = good.slice();
-    for (let i = 6; i < 70; i++) new DataView(badSig.buffer).setUint32(i * 4, 0xffffffff, true); // shingles but an empty fingerprint
-    expect(decodeAnalysis(badSig)).toBeUndefined();
+    for (let i = 8; i < 72; i++) new DataView(badSig.buffer).setUint32(i * 4, 0xffffffff, true); // shingles but an empty fingerprint
+    expect(decodeAnalysis(badSig, owner)).toBeUndefined();
   });
 
   it('is not computed until scores are read, and scores read once at the end equal those read after every append', () => {
@@ -94,7 +104,7 @@ describe('derived data (term stats, fingerprints)', () => {
     const [text] = [...cache.rows.keys()];
     cache.rows.set(text as string, new Uint8Array(12));
     expect(build(session.events, cache).sections()).toEqual(fromScratch);
-    expect(decodeAnalysis(cache.rows.get(text as string) as Uint8Array)).toEqual(analyseFragmentText(text as string));
+    expect(decodeAnalysis(cache.rows.get(text as string) as Uint8Array, ownerOf(text as string))).toEqual(analyseFragmentText(text as string));
   });
 
   it('dropped under memory pressure and derived again: same scores, and appends after it still count', () => {
