@@ -261,31 +261,39 @@ describe('SessionManager release and rebuild', () => {
   });
 });
 
+/**
+ * A transcript on disk split in two halves (the first applied, the second read and queued), each
+ * line parsed at its byte offset as the tailer's decoder reads it (message ids derive from it).
+ */
+function halves(dir: string, name: string, rounds: number, variant?: string) {
+  const file = join(dir, `${name}.jsonl`);
+  const text = demoTranscriptJsonl({ rounds, ...(variant ? { variant } : {}) });
+  writeFileSync(file, text);
+  const lines = text.split('\n').filter(Boolean);
+  const adapter = createOpenAIChatAdapter();
+  const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+  const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
+  const half = Math.floor(lines.length / 2);
+  const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
+  const total = Buffer.byteLength(text);
+  return { file, all: () => parse(lines, 0), first: () => parse(lines.slice(0, half), 0), second: () => parse(lines.slice(half), half), appliedBytes, total };
+}
+
 describe('SessionManager release with lines read but not applied', () => {
   it('releases a session whose lines wait in the queue (they are dropped), and rebuilds it from the transcript to the model that applying them would give', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'contextd-release-queued-'));
     dirs.push(dir);
-    const file = join(dir, 'a.jsonl');
-    const text = demoTranscriptJsonl({ rounds: 4 });
-    writeFileSync(file, text);
-    const lines = text.split('\n').filter(Boolean);
-    const adapter = createOpenAIChatAdapter();
-    // Each line at its byte offset, as the tailer's decoder reads it (message ids derive from it).
-    const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
-    const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
-    const half = Math.floor(lines.length / 2);
-    const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
-    const total = Buffer.byteLength(text);
+    const { file, all, first, second, appliedBytes, total } = halves(dir, 'a', 4);
 
     // Reference: every line applied.
-    const ref = setup().manager.ingest(file, 'a', 'openai-chat', parse(lines, 0), total);
+    const ref = setup().manager.ingest(file, 'a', 'openai-chat', all(), total);
 
     let t = 1_000_000;
     const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
     manager.steadyState();
-    const s = manager.ingest(file, 'a', 'openai-chat', parse(lines.slice(0, half), 0), appliedBytes);
+    const s = manager.ingest(file, 'a', 'openai-chat', first(), appliedBytes);
     // The second half is read but waits for its turn (the pump runs in a later iteration).
-    manager.enqueue(file, 'a', 'openai-chat', parse(lines.slice(half), half), total, total - appliedBytes);
+    manager.enqueue(file, 'a', 'openai-chat', second(), total, total - appliedBytes);
     expect(manager.backlog().queuedBytes).toBe(total - appliedBytes);
     const appliedTokens = s.model.tokens();
     expect(appliedTokens).toBeLessThan(ref.model.tokens());
@@ -306,21 +314,6 @@ describe('SessionManager release with lines read but not applied', () => {
 });
 
 describe('SessionManager release of a session with lines just read', () => {
-  /** A transcript on disk split in two halves: the first applied, the second read and queued. */
-  function halves(dir: string, name: string, rounds: number, variant?: string) {
-    const file = join(dir, `${name}.jsonl`);
-    const text = demoTranscriptJsonl({ rounds, ...(variant ? { variant } : {}) });
-    writeFileSync(file, text);
-    const lines = text.split('\n').filter(Boolean);
-    const adapter = createOpenAIChatAdapter();
-    const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
-    const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
-    const half = Math.floor(lines.length / 2);
-    const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
-    const total = Buffer.byteLength(text);
-    return { file, all: () => parse(lines, 0), first: () => parse(lines.slice(0, half), 0), second: () => parse(lines.slice(half), half), appliedBytes, total };
-  }
-
   it('a session whose lines were just read is not released as idle, and its appended lines reach its model without another append or request', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'contextd-release-idle-queued-'));
     dirs.push(dir);

@@ -34,18 +34,25 @@ function toolPair(k: number): string {
     .join('\n') + '\n';
 }
 
+/**
+ * The spawned daemon on a transcript of ~20k tokens in a 32k window (in the reserve zone, every
+ * append answered by a plan), and a client subscribed to it collecting the plans pushed.
+ */
+async function subscribed(name: string): Promise<{ file: string; agent: ContextdClient; sessionId: string; plans: WirePlan[] }> {
+  const t = scope.tempDir(name);
+  const file = join(t.watch, 'agent.jsonl');
+  writeFileSync(file, demoTranscriptJsonl({ rounds: 11, variant: 'a' }));
+  const config = join(t.dir, 'config.json');
+  writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0 }));
+  await scope.daemon(['--config', config, '--watch', t.watch, '--socket', t.socket, '--state', t.state, '--budget', '32000']);
+  const agent = await scope.client(t.socket);
+  const sessionId = await subscribeWhenSeen(agent, file);
+  return { file, agent, sessionId, plans: collect(agent, sessionId) };
+}
+
 describe('edits the agent declined, with the spawned daemon and a socket client that rejects', () => {
   it('are not proposed again by automatic plans (nor archived again), but a manual plan may propose them', async () => {
-    const t = scope.tempDir('declined');
-    const file = join(t.watch, 'agent.jsonl');
-    // ~20k tokens of a 32k window: in the reserve zone, every append answered by a plan.
-    writeFileSync(file, demoTranscriptJsonl({ rounds: 11, variant: 'a' }));
-    const config = join(t.dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0 }));
-    await scope.daemon(['--config', config, '--watch', t.watch, '--socket', t.socket, '--state', t.state, '--budget', '32000']);
-    const agent = await scope.client(t.socket);
-    const sessionId = await subscribeWhenSeen(agent, file);
-    const plans = collect(agent, sessionId);
+    const { file, agent, sessionId, plans } = await subscribed('declined');
 
     // Reject every plan pushed until none comes for a while (a plan made before the subscription
     // may be superseded by one made for it: that one needs no answer).
@@ -94,15 +101,7 @@ describe('edits the agent declined, with the spawned daemon and a socket client 
     expect(manual.edits.some((e) => e.replaces.some((id) => declined.has(id)))).toBe(true);
   });
   it('a hold made in the reserve does not starve a session filling its window: once headroom reaches 0 the declined sections are proposed again', async () => {
-    const t = scope.tempDir('declined-full');
-    const file = join(t.watch, 'agent.jsonl');
-    writeFileSync(file, demoTranscriptJsonl({ rounds: 11, variant: 'a' }));
-    const config = join(t.dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0 }));
-    await scope.daemon(['--config', config, '--watch', t.watch, '--socket', t.socket, '--state', t.state, '--budget', '32000']);
-    const agent = await scope.client(t.socket);
-    const sessionId = await subscribeWhenSeen(agent, file);
-    const plans = collect(agent, sessionId);
+    const { file, agent, plans } = await subscribed('declined-full');
 
     // Append until a plan is pushed in the reserve zone, then decline it (the answer settles the hold).
     let k = 0;
