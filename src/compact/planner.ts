@@ -132,6 +132,19 @@ export function targetTokensFor(model: CompactableModel, o: PlanOptions): number
 }
 
 /**
+ * The size an automatic plan leaves the context at, at least, for edits the agent declined
+ * (`declined.keepTokens`), clamped below the window: a size kept from a larger window (the agent
+ * switched models) never puts the target at or past the one it has now — at most
+ * `total × (1 − reserveRatio / 2)`, half the reserve still free.
+ */
+function keptTokens(model: CompactableModel, o: PlanOptions): number {
+  if (!o.declined) return 0;
+  const b = model.budget();
+  const ceiling = toCountedTokens(model, Math.floor(b.total * (1 - (o.reserveRatio ?? b.reserveRatio) / 2)));
+  return Math.min(o.declined.keepTokens, ceiling);
+}
+
+/**
  * Watermarks are shares of the agent's real window, so a target is converted from the
  * calibrated space (what the agent reports) to the model's own count, which edits reduce.
  */
@@ -255,7 +268,7 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   const sessionId = sessionIdOf(model);
   const total = model.budget().total;
   const tokensBefore = model.tokens();
-  const target = Math.max(targetTokensFor(model, options), options.declined?.keepTokens ?? 0);
+  const target = Math.max(targetTokensFor(model, options), keptTokens(model, options));
   const modelVersion = model.version;
   const createdAt = (options.now ?? Date.now)();
   const planId = `p_${fnv1a64(`${sessionId}|${modelVersion}|${options.mode}|${target}|${createdAt}`)}`;

@@ -12,6 +12,15 @@ interface Declined {
   readonly at: number;
   /** The zone the session was in then: a worse zone asks again. */
   readonly zone: Zone;
+  /** The session's headroom then (share of the window free): a fall of more than half the reserve asks again. */
+  readonly headroom: number;
+}
+
+/** Where the session stands when an edit is declined, or an automatic plan is made. */
+export interface DeclineState {
+  readonly zone: Zone;
+  /** Share of the window free (may be ≤ 0 once the window is full). */
+  readonly headroom: number;
 }
 
 /** What an automatic plan leaves alone: sections, and the size the agent chose to keep. */
@@ -26,8 +35,10 @@ export interface DeclinedSet {
  * or the edits left out of a partial apply). Automatic plans leave their sections alone, and
  * do not make up for them by compacting other sections harder: the size the context had when
  * the agent declined is taken as kept, so a plan covers only what grew since. That holds until the
- * session's zone gets worse than it was when they were declined, or the cooldown passes; then
- * they are proposed again. Without this, every re-plan after an append proposed the declined
+ * session's zone gets worse than it was when they were declined, its headroom falls by more than
+ * half the reserve since then or reaches 0 (the window is full: a hold made in the reserve, the
+ * worst zone, would otherwise last the whole cooldown while only growth past the kept size is
+ * compacted), or the cooldown passes; then they are proposed again. Without this, every re-plan after an append proposed the declined
  * edits once more (their summaries, archive relinks and push with them), so plans grew with
  * each append while the agent kept saying no.
  *
@@ -42,26 +53,27 @@ export class DeclinedEdits {
   constructor(private readonly cooldownMs = DECLINED_EDIT_COOLDOWN_MS) {}
 
   /**
-   * The agent declined `edits` of `model` at `at`, in `zone`, keeping a context of `keepTokens`
+   * The agent declined `edits` of `model` at `at`, in `state`, keeping a context of `keepTokens`
    * (an edit declined again restarts its cooldown).
    */
-  decline(model: object, edits: readonly { readonly editId: string; readonly replaces: readonly string[] }[], keepTokens: number, zone: Zone, at: number): void {
+  decline(model: object, edits: readonly { readonly editId: string; readonly replaces: readonly string[] }[], keepTokens: number, state: DeclineState, at: number): void {
     this.bind(model);
-    for (const e of edits) this.edits.set(e.editId, { sectionIds: e.replaces, at, zone });
+    for (const e of edits) this.edits.set(e.editId, { sectionIds: e.replaces, at, zone: state.zone, headroom: state.headroom });
     this.keepTokens = keepTokens;
   }
 
   /**
-   * What an automatic plan of `model` made now, in `zone`, leaves alone (undefined when
-   * nothing). Edits past their cooldown, or declined in a better zone than `zone`, are
-   * forgotten here.
+   * What an automatic plan of `model` made now, in `state`, leaves alone (undefined when
+   * nothing). Edits past their cooldown, declined in a better zone than `state.zone`, or with
+   * headroom since fallen by more than `reserveRatio / 2` or to 0, are forgotten here.
    */
-  held(model: object, zone: Zone, now: number): DeclinedSet | undefined {
+  held(model: object, state: DeclineState, reserveRatio: number, now: number): DeclinedSet | undefined {
     this.bind(model);
     if (this.edits.size === 0) return undefined;
     const sectionIds = new Set<string>();
+    const full = state.headroom <= 0;
     for (const [id, d] of this.edits) {
-      if (now - d.at >= this.cooldownMs || ZONE_RANK[zone] > ZONE_RANK[d.zone]) this.edits.delete(id);
+      if (full || now - d.at >= this.cooldownMs || ZONE_RANK[state.zone] > ZONE_RANK[d.zone] || d.headroom - state.headroom > reserveRatio / 2) this.edits.delete(id);
       else for (const s of d.sectionIds) sectionIds.add(s);
     }
     return sectionIds.size > 0 ? { sectionIds, keepTokens: this.keepTokens } : undefined;

@@ -12,6 +12,7 @@ import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
+import type { DeclineState } from './declined-edits.js';
 import { IngestQueue } from './ingest-queue.js';
 import { LoopBudget, type BudgetWorker } from './loop-budget.js';
 import { ADVISORY_PLAN_INTERVAL_MS, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
@@ -165,6 +166,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private steady = false;
   /** Readers of a session held at the gate, woken when what held them clears. */
   private readonly readWaiters = new Map<LiveSession, Set<() => void>>();
+  /**
+   * Sessions released with lines read but not applied, and the tokens their rebuild will hold:
+   * nothing else would bring those lines back (the tailer read past them), so their turn rebuilds
+   * them once the memory budget has room (`rebuildDropped`).
+   */
+  private readonly rebuildDue = new Map<LiveSession, number>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -234,6 +241,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (s.fed || this.closing) return s;
     this.queued.push(s, { events, toOffset, bytes });
     if (toOffset !== undefined) s.queuedOffset = toOffset;
+    // Lines just read are activity: the idle sweep and the memory budget (oldest first) must not
+    // take this session for a quiet one while its lines wait for their turn.
+    s.life.touched(this.now(), false);
     this.schedule(s);
     return s;
   }
@@ -386,7 +396,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private enforceBudget(keep: LiveSession): void {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
-    if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queued.bytes / QUEUED_BYTES_PER_TOKEN <= budget.maxSessionTokens) return;
+    if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queuedTokens() <= budget.maxSessionTokens) return;
     for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
       const s = this.sessions.get(id);
       if (s) this.release(s, 'memory budget');
@@ -405,7 +415,20 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       const s = this.sessions.get(id);
       if (s) this.release(s, 'idle');
     }
+    // The sweep is also when sessions waiting to be rebuilt look again at the budget.
+    for (const d of this.rebuildDue.keys()) this.schedule(d);
     return ids.length;
+  }
+
+  /**
+   * Tokens of lines read but not applied (of `s`, or of all sessions) as the memory budget counts
+   * them. None during the first scan: a session with lines queued cannot be released then, so
+   * counting them would only release the sessions already scanned, to rebuild them soon after
+   * (the queue is bounded by INGEST_HIGH_WATER_BYTES).
+   */
+  private queuedTokens(s?: LiveSession): number {
+    if (!this.steady) return 0;
+    return (s ? this.queued.bytesOf(s) : this.queued.bytes) / QUEUED_BYTES_PER_TOKEN;
   }
 
   /** The in-memory tailed sessions as the memory budget sees them. */
@@ -415,7 +438,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       .map((s) => ({
         sessionId: s.sessionId,
         // lines read and not applied count too: a release drops them (the rebuild reads them again)
-        tokens: s.model.tokens() + this.queued.bytesOf(s) / QUEUED_BYTES_PER_TOKEN,
+        tokens: s.model.tokens() + this.queuedTokens(s),
         lastActivityAt: s.lastActivityAt,
         // (during the first scan a session's queue may hold all of it: released then, status would show it empty)
         releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
@@ -432,6 +455,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
+    const droppedTokens = this.queued.bytesOf(s) / QUEUED_BYTES_PER_TOKEN;
     const dropped = this.queued.drop(s);
     s.life.released(s.model.version, dropped > 0);
     s.released = { offset: s.queuedOffset ?? s.tailOffset ?? 0, headroom };
@@ -440,6 +464,27 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, droppedBatches: dropped, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
     this.wakeReaders(s);
     this.deps.memoryFreed?.();
+    // Memory was freed: sessions waiting to be rebuilt may fit now (this one too, when released idle).
+    if (dropped > 0) this.rebuildDue.set(s, headroom.tokens + droppedTokens);
+    for (const d of this.rebuildDue.keys()) this.schedule(d);
+  }
+
+  /**
+   * The turn of a session released with lines it had read: rebuilt (from its transcript, with
+   * those lines) when the models held and its own fit the memory budget; else it waits for the
+   * next release or idle sweep to look again.
+   */
+  private rebuildDropped(s: LiveSession): void {
+    const tokens = this.rebuildDue.get(s);
+    if (tokens === undefined) return;
+    if (!s.released || !this.current(s) || s.fed) {
+      this.rebuildDue.delete(s);
+      return;
+    }
+    const budget = this.options.memory ?? MEMORY_DEFAULTS;
+    if (budget.maxSessionTokens > 0 && this.heldTokens() + this.queuedTokens() + tokens > budget.maxSessionTokens) return;
+    this.rebuildDue.delete(s);
+    this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
   }
 
   /**
@@ -486,6 +531,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.model = model;
     s.tailOffset = r.offset;
     s.released = undefined;
+    this.rebuildDue.delete(s);
     s.life.restored(model.version);
     this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length }, 'released session rebuilt from its transcript');
     const pending = s.pending.splice(0);
@@ -749,7 +795,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private decline(s: LiveSession, generation: number, edits: readonly Plan['edits'][number][], keepTokens: number): void {
     if (edits.length === 0 || generation !== s.life.generation) return;
-    s.declined.decline(s.model, edits, keepTokens, zoneOf(s.model.headroom(), this.options), this.now());
+    s.declined.decline(s.model, edits, keepTokens, this.declineState(s.model), this.now());
+  }
+
+  /** Where `model` stands for DeclinedEdits: its zone and headroom. */
+  private declineState(model: SessionModel): DeclineState {
+    const headroom = model.headroom().headroom;
+    return { zone: zoneOf({ headroom }, this.options), headroom };
   }
 
   /**
@@ -762,6 +814,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.closing = true;
     this.stopping.abort(new ContextdError(ErrorCode.LIFECYCLE, 'contextd is shutting down: the plan was abandoned'));
     for (const s of [...this.runQueue]) this.queued.drop(s);
+    this.rebuildDue.clear();
     this.planQueue.clear();
     this.runQueue.clear();
     this.deferredPlans.clear();
@@ -911,6 +964,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!s) return;
     this.runQueue.delete(s);
     if (!this.current(s)) return;
+    if (s.released && !this.queued.has(s)) this.rebuildDropped(s);
     if (this.queued.has(s) && !this.applyQueued(s, () => w.left())) {
       this.runQueue.add(s); // the rest in a later turn
       // Its plan waits for the rest (one plan for the whole backlog), but one turn at most:
@@ -1022,7 +1076,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const basis = { model, generation: s.life.generation, epoch: model.epoch };
     if (!dryRun) s.life.planStarted(model.version, this.now(), advisory);
     // An automatic plan leaves alone what the agent declined (a manual one is asked for: it may propose anything).
-    const declined = mode === 'manual' ? undefined : s.declined.held(model, zoneOf(model.headroom(), this.options), this.now());
+    const declined = mode === 'manual' ? undefined : s.declined.held(model, this.declineState(model), this.options.reserveRatio, this.now());
     try {
       const plan = await planCompaction(model, {
         mode,

@@ -118,6 +118,19 @@ describe('planCompaction', () => {
     }
   });
 
+  it('clamps the size kept for declined edits below the window: kept from a larger window (a model switch), it does not stop the plan', async () => {
+    const g = generateSession(7, 30);
+    const sized = new SessionModel({ sessionId: g.sessionId, budgetTokens: 1_000_000 });
+    sized.applyAll(g.events);
+    // The window now is exactly what the context holds (headroom 0); the size kept at the decline came from a window 10x larger.
+    const model = new SessionModel({ sessionId: g.sessionId, budgetTokens: sized.tokens() });
+    model.applyAll(g.events);
+    const plan = await planCompaction(model, { mode: 'reserve', reserveRatio: 0.15, now: fixedNow, declined: { sectionIds: new Set(), keepTokens: sized.tokens() * 10 } });
+    expect(plan.edits.length).toBeGreaterThan(0);
+    // At most the window less half the reserve is kept.
+    expect(plan.tokensAfter).toBeLessThanOrEqual(Math.floor(model.budget().total * (1 - 0.15 / 2)));
+  });
+
   it('reuses cached summaries on a re-plan after one appended line', async () => {
     const g = generateSession(7, 30);
     const model = new SessionModel({ sessionId: g.sessionId, budgetTokens: 20_000 });

@@ -261,31 +261,39 @@ describe('SessionManager release and rebuild', () => {
   });
 });
 
+/**
+ * A transcript on disk split in two halves (the first applied, the second read and queued), each
+ * line parsed at its byte offset as the tailer's decoder reads it (message ids derive from it).
+ */
+function halves(dir: string, name: string, rounds: number, variant?: string) {
+  const file = join(dir, `${name}.jsonl`);
+  const text = demoTranscriptJsonl({ rounds, ...(variant ? { variant } : {}) });
+  writeFileSync(file, text);
+  const lines = text.split('\n').filter(Boolean);
+  const adapter = createOpenAIChatAdapter();
+  const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+  const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
+  const half = Math.floor(lines.length / 2);
+  const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
+  const total = Buffer.byteLength(text);
+  return { file, all: () => parse(lines, 0), first: () => parse(lines.slice(0, half), 0), second: () => parse(lines.slice(half), half), appliedBytes, total };
+}
+
 describe('SessionManager release with lines read but not applied', () => {
   it('releases a session whose lines wait in the queue (they are dropped), and rebuilds it from the transcript to the model that applying them would give', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'contextd-release-queued-'));
     dirs.push(dir);
-    const file = join(dir, 'a.jsonl');
-    const text = demoTranscriptJsonl({ rounds: 4 });
-    writeFileSync(file, text);
-    const lines = text.split('\n').filter(Boolean);
-    const adapter = createOpenAIChatAdapter();
-    // Each line at its byte offset, as the tailer's decoder reads it (message ids derive from it).
-    const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
-    const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
-    const half = Math.floor(lines.length / 2);
-    const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
-    const total = Buffer.byteLength(text);
+    const { file, all, first, second, appliedBytes, total } = halves(dir, 'a', 4);
 
     // Reference: every line applied.
-    const ref = setup().manager.ingest(file, 'a', 'openai-chat', parse(lines, 0), total);
+    const ref = setup().manager.ingest(file, 'a', 'openai-chat', all(), total);
 
     let t = 1_000_000;
     const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
     manager.steadyState();
-    const s = manager.ingest(file, 'a', 'openai-chat', parse(lines.slice(0, half), 0), appliedBytes);
+    const s = manager.ingest(file, 'a', 'openai-chat', first(), appliedBytes);
     // The second half is read but waits for its turn (the pump runs in a later iteration).
-    manager.enqueue(file, 'a', 'openai-chat', parse(lines.slice(half), half), total, total - appliedBytes);
+    manager.enqueue(file, 'a', 'openai-chat', second(), total, total - appliedBytes);
     expect(manager.backlog().queuedBytes).toBe(total - appliedBytes);
     const appliedTokens = s.model.tokens();
     expect(appliedTokens).toBeLessThan(ref.model.tokens());
@@ -302,6 +310,100 @@ describe('SessionManager release with lines read but not applied', () => {
     expect(s.model.tokens()).toBe(ref.model.tokens());
     expect(s.model.headroom().sections).toBe(ref.model.headroom().sections);
     expect(s.model.messages().map((m) => m.id)).toEqual(ref.model.messages().map((m) => m.id));
+  });
+});
+
+describe('SessionManager release of a session with lines just read', () => {
+  it('a session whose lines were just read is not released as idle, and its appended lines reach its model without another append or request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-idle-queued-'));
+    dirs.push(dir);
+    const a = halves(dir, 'a', 4);
+    let t = 1_000_000;
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 60_000 } });
+    manager.steadyState();
+    const s = manager.ingest(a.file, 'a', 'openai-chat', a.first(), a.appliedBytes);
+    const before = s.headroom().tokens;
+    // The session was quiet for a minute; now the agent appends and the tailer reads it (queued: its turn comes later).
+    t += 61_000;
+    manager.enqueue(a.file, 'a', 'openai-chat', a.second(), a.total, a.total - a.appliedBytes);
+    // The periodic idle sweep runs before the pump's turn: lines read a moment ago are not "idle".
+    expect(manager.releaseIdle(), 'released a session whose lines had just been read').toBe(0);
+    await vi.waitFor(() => expect(s.headroom().tokens).toBeGreaterThan(before));
+    expect(s.released).toBeUndefined();
+  });
+
+  it('a session released by the memory budget with lines queued is rebuilt with them once the budget allows, without another append or request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-budget-queued-'));
+    dirs.push(dir);
+    const a = halves(dir, 'a', 4);
+    const b = halves(dir, 'b', 4, 'b');
+    // Reference sizes: every line applied.
+    const refA = setup().manager.ingest(a.file, 'a', 'openai-chat', a.all(), a.total).model.tokens();
+    const refB = setup().manager.ingest(b.file, 'b', 'openai-chat', b.all(), b.total).model.tokens();
+    let t = 1_000_000;
+    // Room for either session, not for both.
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: Math.max(refA, refB) + 10, releaseAfterMs: 0, idleReleaseMs: 60_000 } });
+    manager.steadyState();
+    const sa = manager.ingest(a.file, 'a', 'openai-chat', a.first(), a.appliedBytes);
+    t += 10;
+    // a's second half is read and waits for its turn; then b grows past the budget: a (least recently active) goes, its queue with it.
+    manager.enqueue(a.file, 'a', 'openai-chat', a.second(), a.total, a.total - a.appliedBytes);
+    t += 10;
+    const sb = manager.ingest(b.file, 'b', 'openai-chat', b.all(), b.total);
+    expect(sa.released?.offset).toBe(a.total);
+    expect(sb.released).toBeUndefined();
+    // b goes quiet and the idle sweep releases it: now a fits, and is rebuilt with the lines its release dropped.
+    t += 61_000;
+    expect(manager.releaseIdle()).toBe(1);
+    expect(sb.released).toBeDefined();
+    await vi.waitFor(() => expect(sa.released).toBeUndefined());
+    expect(sa.model.tokens()).toBe(refA);
+    expect(sa.tailOffset).toBe(a.total);
+  });
+});
+
+describe('SessionManager first scan under the memory budget', () => {
+  it('counts no queued bytes against the budget during the first scan: a large queue releases no session that is then rebuilt', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-first-scan-budget-'));
+    dirs.push(dir);
+    const adapter = createOpenAIChatAdapter();
+    const N = 6;
+    // Transcripts heavy in bytes the model does not keep (metadata an agent writes beside each message): a large queue, small models.
+    const files = Array.from({ length: N }, (_, i) => {
+      const file = join(dir, `s${i}.jsonl`);
+      const lines = demoTranscript({ rounds: 2, variant: `v${i}` }).map((l) => `${JSON.stringify({ ...l, meta: 'x'.repeat(8_000) })}\n`);
+      writeFileSync(file, lines.join(''));
+      const offsets = lines.map((_, k) => Buffer.byteLength(lines.slice(0, k).join('')));
+      const batch = (from: number, to: number) => ({
+        events: lines.slice(from, to).flatMap((l, k) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + k] as number)),
+        toOffset: Buffer.byteLength(lines.slice(0, to).join('')),
+        bytes: Buffer.byteLength(lines.slice(from, to).join('')),
+      });
+      return { id: `s${i}`, file, n: lines.length, batch };
+    });
+    // Reference: every model, in full, fits the budget with room to spare.
+    const ref = setup().manager;
+    for (const f of files) ref.ingest(f.file, f.id, 'openai-chat', f.batch(0, f.n).events, f.batch(0, f.n).toOffset);
+    const modelsTokens = ref.heldTokens();
+    const queuedTokens = files.reduce((n, f) => n + f.batch(0, f.n).bytes / 4, 0);
+    expect(queuedTokens).toBeGreaterThan(4 * modelsTokens);
+
+    const { manager, lines } = setup({ memory: { maxSessionTokens: Math.ceil(modelsTokens * 1.5), releaseAfterMs: 0, idleReleaseMs: 0 } });
+    // The first scan (no steadyState yet) reads each transcript in three reads, as the tailer does a long file.
+    const cut = (f: (typeof files)[number]) => [0, 2, f.n - 1, f.n];
+    for (let r = 0; r < 3; r++) {
+      for (const f of files) {
+        const [from, to] = [cut(f)[r] as number, cut(f)[r + 1] as number];
+        const b = f.batch(from, to);
+        manager.enqueue(f.file, f.id, 'openai-chat', b.events, b.toOffset, b.bytes);
+      }
+      await manager.settled();
+    }
+    await manager.drain();
+    const released = lines.filter((l) => String(l.msg).startsWith('session released from memory')).length;
+    const rebuilt = lines.filter((l) => l.msg === 'released session rebuilt from its transcript').length;
+    expect({ released, rebuilt }).toEqual({ released: 0, rebuilt: 0 });
+    expect(manager.heldTokens()).toBe(modelsTokens);
   });
 });
 

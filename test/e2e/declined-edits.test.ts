@@ -34,18 +34,25 @@ function toolPair(k: number): string {
     .join('\n') + '\n';
 }
 
+/**
+ * The spawned daemon on a transcript of ~20k tokens in a 32k window (in the reserve zone, every
+ * append answered by a plan), and a client subscribed to it collecting the plans pushed.
+ */
+async function subscribed(name: string): Promise<{ file: string; agent: ContextdClient; sessionId: string; plans: WirePlan[] }> {
+  const t = scope.tempDir(name);
+  const file = join(t.watch, 'agent.jsonl');
+  writeFileSync(file, demoTranscriptJsonl({ rounds: 11, variant: 'a' }));
+  const config = join(t.dir, 'config.json');
+  writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0 }));
+  await scope.daemon(['--config', config, '--watch', t.watch, '--socket', t.socket, '--state', t.state, '--budget', '32000']);
+  const agent = await scope.client(t.socket);
+  const sessionId = await subscribeWhenSeen(agent, file);
+  return { file, agent, sessionId, plans: collect(agent, sessionId) };
+}
+
 describe('edits the agent declined, with the spawned daemon and a socket client that rejects', () => {
   it('are not proposed again by automatic plans (nor archived again), but a manual plan may propose them', async () => {
-    const t = scope.tempDir('declined');
-    const file = join(t.watch, 'agent.jsonl');
-    // ~20k tokens of a 32k window: in the reserve zone, every append answered by a plan.
-    writeFileSync(file, demoTranscriptJsonl({ rounds: 11, variant: 'a' }));
-    const config = join(t.dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0 }));
-    await scope.daemon(['--config', config, '--watch', t.watch, '--socket', t.socket, '--state', t.state, '--budget', '32000']);
-    const agent = await scope.client(t.socket);
-    const sessionId = await subscribeWhenSeen(agent, file);
-    const plans = collect(agent, sessionId);
+    const { file, agent, sessionId, plans } = await subscribed('declined');
 
     // Reject every plan pushed until none comes for a while (a plan made before the subscription
     // may be superseded by one made for it: that one needs no answer).
@@ -92,5 +99,41 @@ describe('edits the agent declined, with the spawned daemon and a socket client 
     // A plan asked for (session.compact) is not bound by what was declined.
     const manual = await agent.compact(sessionId, { dryRun: true });
     expect(manual.edits.some((e) => e.replaces.some((id) => declined.has(id)))).toBe(true);
+  });
+  it('a hold made in the reserve does not starve a session filling its window: once headroom reaches 0 the declined sections are proposed again', async () => {
+    const { file, agent, plans } = await subscribed('declined-full');
+
+    // Append until a plan is pushed in the reserve zone, then decline it (the answer settles the hold).
+    let k = 0;
+    let declinedPlan: WirePlan | undefined;
+    while (!declinedPlan) {
+      const seen = plans.length;
+      appendFileSync(file, toolPair(k++));
+      await until(`a plan after append ${k}`, () => plans.length > seen);
+      await new Promise((r) => setTimeout(r, 300));
+      const p = plans[plans.length - 1] as WirePlan;
+      if (p.headroomBefore >= 0.15 || p.edits.length === 0) continue;
+      try {
+        await agent.ack({ planId: p.planId, applied: false, reason: 'test: declined in the reserve' });
+        declinedPlan = p;
+      } catch (err) {
+        if (!(err instanceof RpcError && err.code === -32002)) throw err;
+      }
+    }
+    const declined = new Set(declinedPlan.edits.flatMap((e) => e.replaces));
+    expect(declinedPlan.headroomBefore).toBeGreaterThan(0);
+
+    // The agent keeps working (plans of what grew are left unanswered) until its window is full.
+    const after = plans.length;
+    const asksAgain = (): WirePlan | undefined => plans.slice(after).find((p) => p.headroomBefore <= 0 && p.edits.some((e) => e.replaces.some((id) => declined.has(id))));
+    for (let n = 0; n < 40 && !asksAgain(); n++) {
+      const seen = plans.length;
+      appendFileSync(file, toolPair(k++));
+      await until(`a plan after append ${k}`, () => plans.length > seen);
+    }
+    const again = asksAgain();
+    expect(again, 'no plan at headroom 0 proposed the sections declined in the reserve').toBeDefined();
+    // It makes room again (the target is the reserve's, not the size kept at the decline).
+    expect((again as WirePlan).headroomAfter).toBeGreaterThan(0);
   });
 });
