@@ -22,24 +22,32 @@ afterEach(async () => {
   cleanup();
 });
 
+/**
+ * A coding session's transcript read once by a real Tailer, which is then stopped: what it
+ * read (offset and identity), and the window before it could see a later change to the file.
+ */
+async function tailedOnce(): Promise<{ dir: string; watch: string; file: string; read: number; tailed: ReturnType<Tailer['readIdentityOf']> }> {
+  const dir = tempDir();
+  const watch = join(dir, 'watch');
+  const file = join(watch, 'work.jsonl');
+  mkdirSync(watch);
+  codingSession().writeTo(file);
+  const tailer = new Tailer({ paths: [watch], recheckMs: 40 });
+  tailers.push(tailer);
+  const rec = new Recorder(tailer);
+  await tailer.start();
+  await rec.until(() => rec.of('events', file).length > 0, 'the first batch');
+  const read = rec.of('events', file).at(-1)?.toOffset ?? 0;
+  const tailed = tailer.readIdentityOf(file);
+  await tailer.close();
+  return { dir, watch, file, read, tailed };
+}
+
 describe('WarmService harvest readback', () => {
   it('refuses a transcript replaced since the tailer read it, and harvests it when it is the same file', async () => {
-    const dir = tempDir();
-    const watch = join(dir, 'watch');
-    const file = join(watch, 'work.jsonl');
-    mkdirSync(watch);
-    codingSession().writeTo(file);
-    const tailer = new Tailer({ paths: [watch], recheckMs: 40 });
-    tailers.push(tailer);
-    const rec = new Recorder(tailer);
-    await tailer.start();
-    await rec.until(() => rec.of('events', file).length > 0, 'the first batch');
-    const read = rec.of('events', file).at(-1)?.toOffset ?? 0;
-    const tailed = tailer.readIdentityOf(file);
+    const { dir, watch, file, read, tailed } = await tailedOnce();
     const tailedIno = tailed?.ino;
     expect(tailedIno).toBe(statSync(file).ino);
-    // The tailer is stopped, so the replacement below is never seen: the window before its reset.
-    await tailer.close();
 
     const { db, store } = tempStore(dir);
     const warm = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedFile: (f) => (f === file ? tailed : undefined) });
@@ -65,20 +73,7 @@ describe('WarmService harvest readback', () => {
   });
 
   it('refuses a transcript truncated and rewritten in place (the same inode) since the tailer read it: FILE_REPLACED, not harvested as this session', async () => {
-    const dir = tempDir();
-    const watch = join(dir, 'watch');
-    const file = join(watch, 'work.jsonl');
-    mkdirSync(watch);
-    codingSession().writeTo(file);
-    const tailer = new Tailer({ paths: [watch], recheckMs: 40 });
-    tailers.push(tailer);
-    const rec = new Recorder(tailer);
-    await tailer.start();
-    await rec.until(() => rec.of('events', file).length > 0, 'the first batch');
-    const read = rec.of('events', file).at(-1)?.toOffset ?? 0;
-    const tailed = tailer.readIdentityOf(file);
-    // The tailer is stopped, so the rewrite below is never seen: the window before its reset.
-    await tailer.close();
+    const { dir, file, read, tailed } = await tailedOnce();
 
     const { db, store } = tempStore(dir);
     const warm = new WarmService(db, { logger: silentLogger(), tokenCounter: createTokenCounter(), tailedFile: (f) => (f === file ? tailed : undefined) });
