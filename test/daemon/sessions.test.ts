@@ -613,8 +613,27 @@ describe('SessionManager plans beside the turns (a slow summarizer holds nobody 
   it('a socket-fed session whose ephemeral tail the agent replaces while a slow summary is awaited still gets its plan, naming only sections that stand', async () => {
     const llm = await slowLlm();
     const { manager, db, lines } = setup({ summarizer: llm.summarizer });
+    const archive = new Archive(db);
     const plans: Plan[] = [];
-    manager.on('plan', (_s, plan) => plans.push(plan));
+    // What the agent sees of the first plan, read as it is pushed: the lines fed while it was made
+    // make one more plan when it ends, and that one supersedes it, so it is checked and applied
+    // at once, as an agent that applies each push would.
+    let seen: { live: string[]; edits: { stand: boolean; inRange: string[]; now: string[]; archived: string[] | undefined }[]; ackHeadroom: number } | undefined;
+    manager.on('plan', (s, plan) => {
+      plans.push(plan);
+      if (plans.length !== 1) return;
+      const live = s.model.messages().map((m) => m.id);
+      const edits = plan.edits.map((e) => {
+        const now = e.replaces.flatMap((id) => s.model.messagesOf(id).map((m) => m.id));
+        return {
+          stand: e.replaces.every((id) => s.model.messagesOf(id).length > 0),
+          inRange: live.slice(e.messageRange.start, e.messageRange.end + 1),
+          now,
+          archived: archive.get(e.handle)?.messages.map((m) => m.id),
+        };
+      });
+      seen = { live, edits, ackHeadroom: manager.acknowledge(plan.planId, true, undefined, undefined).headroom };
+    });
     const base = JSON.parse(JSON.stringify(demoTranscript({ rounds: 10 }))) as Record<string, unknown>[];
     // Each request the agent sends ends in an ephemeral message the next one replaces: a truncate, then an append.
     const feed = (n: number) => manager.feed('h', normalizeOpenAIMessages([...base, { role: 'user', content: `ephemeral prefill ${n}` }]), 20_000);
@@ -626,23 +645,21 @@ describe('SessionManager plans beside the turns (a slow summarizer holds nobody 
     await manager.settled();
     expect(s.model.epoch).toBeGreaterThan(epoch);
     llm.release();
-    await vi.waitFor(() => expect(plans.length).toBeGreaterThan(0), { timeout: 60_000 });
+    await vi.waitFor(() => expect(seen).toBeDefined(), { timeout: 60_000 });
     const plan = plans[0] as Plan;
     // the plan the summarizer was slow for, not a re-plan after it was dropped
     expect(plan.modelVersion).toBe(version);
     expect(lines.filter((l) => String(l['msg']).startsWith('plan dropped'))).toEqual([]);
     expect(plan.edits.length).toBeGreaterThan(0);
-    const live = s.model.messages().map((m) => m.id);
-    const archive = new Archive(db);
-    for (const e of plan.edits) {
-      const now = e.replaces.flatMap((id) => s.model.messagesOf(id).map((m) => m.id));
-      expect(e.replaces.every((id) => s.model.messagesOf(id).length > 0)).toBe(true);
+    for (const e of seen?.edits ?? []) {
+      expect(e.stand).toBe(true);
       // its message range is where those sections stand in the list the agent sent last
-      expect(live.slice(e.messageRange.start, e.messageRange.end + 1)).toEqual(now);
-      expect(archive.get(e.handle)?.messages.map((m) => m.id)).toEqual(now);
+      expect(e.inRange).toEqual(e.now);
+      expect(e.archived).toEqual(e.now);
     }
-    // and the agent can apply it
-    expect(manager.acknowledge(plan.planId, true, undefined, undefined).headroom).toBeGreaterThan(plan.headroomBefore);
+    expect(seen?.edits).toHaveLength(plan.edits.length);
+    // and the agent could apply it
+    expect(seen?.ackHeadroom).toBeGreaterThan(plan.headroomBefore);
   });
 
   it('bounds the plans in flight: with one slot, a due plan waits for it while its lines are applied', async () => {
