@@ -1,8 +1,16 @@
+import { createHash } from 'node:crypto';
 import type { TokenCountCache } from '../model/tokens.js';
 import type { TokenCounts, TokenCountRow } from '../store/index.js';
 import { describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { contentHash, WriteBehind } from './write-behind.js';
+import { WriteBehind } from './write-behind.js';
+
+/** SHA-1 of the texts, each followed by a NUL (so ['ab', 'c'] and ['a', 'bc'] differ). */
+export function contentHash(texts: readonly string[]): Buffer {
+  const h = createHash('sha1');
+  for (const t of texts) h.update(t, 'utf8').update('\u0000');
+  return h.digest();
+}
 
 /**
  * The daemon's token-count cache: SHA-1 of a message's texts → their counts, in SQLite

@@ -1,16 +1,8 @@
-import { createHash } from 'node:crypto';
 import { describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 
 /** Pending rows are written once this many have gathered (else on the next turn of the loop). */
 const FLUSH_AT = 2_000;
-
-/** SHA-1 of the texts, each followed by a NUL (so ['ab', 'c'] and ['a', 'bc'] differ). */
-export function contentHash(texts: readonly string[]): Buffer {
-  const h = createHash('sha1');
-  for (const t of texts) h.update(t, 'utf8').update('\u0000');
-  return h.digest();
-}
 
 /**
  * Rows bound for a store cache, buffered and written in one call per turn of the event loop
