@@ -9,6 +9,7 @@ import type { TokenCounter } from '../model/tokens.js';
 import type { KnowledgeInput, TemplateItemInput, UserPatternInput } from '../store/templates.js';
 import { relativePath, searchTerms, type TaskType } from '../text/index.js';
 import { classifySession, extractMarkers, repoFromCwd, repoName, type Marker } from './markers.js';
+import { sha1Hex } from '../util/sha1.js';
 import { isSyntheticText } from './synthetic.js';
 import { extractKnowledge, userPatternCandidates, userRequests } from './patterns.js';
 import { findRecoveries, type Recovery } from './recovery.js';
@@ -69,7 +70,7 @@ export function systemDigest(messages: readonly Message[], counter: TokenCounter
     .filter((l, i, a) => a.indexOf(l) === i)
     .slice(0, 8);
   const gist = headings.length > 0 ? headings.join(' · ') : (all.split('\n').find((l) => l.trim().length > 0) ?? '').trim();
-  const hash = createHash('sha1').update(all).digest('hex').slice(0, 10);
+  const hash = sha1Hex(all).slice(0, 10);
   return `${parts.length} part(s), ${counter.count(all)} tokens, sha1 ${hash}: ${gist.slice(0, 300)}`;
 }
 

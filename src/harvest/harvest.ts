@@ -5,7 +5,7 @@
  * string (except ids, hashes and enum values) goes through `redactAll` (our rules + one
  * secretlint pass), and logs carry counts and ids only.
  */
-import { createHash } from 'node:crypto';
+import { sha1Hex } from '../util/sha1.js';
 import type { Message } from '../model/messages.js';
 import type { TokenCounter } from '../model/tokens.js';
 import type { Logger } from '../util/logger.js';
@@ -101,7 +101,7 @@ export async function redactDeep<T>(value: T): Promise<{ value: T; findings: Red
  */
 export function storedSessionId(sessionId: string): string {
   if (redactSync(sessionId).findings.length === 0) return sessionId;
-  return `sha1:${createHash('sha1').update(sessionId).digest('hex').slice(0, 20)}`;
+  return `sha1:${sha1Hex(sessionId).slice(0, 20)}`;
 }
 
 /** Harvest one finished session into the template store. */
