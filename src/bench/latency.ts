@@ -2,7 +2,7 @@
  * Append → plan-pushed latency of the real daemon process at 1, 10 and 100 concurrent live
  * sessions, and its RSS with 100 sessions × ~200k tokens.
  */
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
@@ -20,6 +20,8 @@ export interface LatencyOptions {
   readonly rssRounds?: number;
   /** Only the append → plan levels: no RSS or limits part (profiling one level). */
   readonly latencyOnly?: boolean;
+  /** Only the RSS part: no append → plan levels, no limits (measuring memory or start-up). */
+  readonly rssOnly?: boolean;
   /** Another build's dist/src/cli/main.js to run as the daemon (before/after with the same client). */
   readonly cli?: string;
 }
@@ -126,7 +128,35 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
   return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, timeouts };
 }
 
-async function rssAt(sessionsCount: number, rounds: number): Promise<Record<string, unknown>> {
+/** What the resident memory of a process consists of, in MiB, from /proc/PID/smaps_rollup (Linux). */
+function rssParts(pid: number): Record<string, number> {
+  const parts: Record<string, number> = {};
+  try {
+    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    for (const [field, name] of [['Anonymous', 'anonymous'], ['Rss', 'rss'], ['Shared_Clean', 'sharedClean'], ['Private_Clean', 'privateClean']] as const) {
+      const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
+      if (m) parts[name] = round(Number(m[1]) / 1024, 1);
+    }
+  } catch {
+    // no smaps_rollup (not Linux, or an old kernel): the VmRSS figure stands alone
+  }
+  return parts;
+}
+
+const MIB = 1024 * 1024;
+
+/** The daemon's own account of its memory (daemon.status `load`), in MiB. */
+function loadParts(load: unknown): Record<string, number> {
+  const l = (load ?? {}) as Record<string, unknown>;
+  const out: Record<string, number> = {};
+  for (const [field, name] of [['heapUsedBytes', 'heapUsed'], ['heapTotalBytes', 'heapTotal'], ['externalBytes', 'external'], ['arrayBuffersBytes', 'arrayBuffers']] as const) {
+    if (typeof l[field] === 'number') out[name] = round((l[field] as number) / MIB, 1);
+  }
+  if (typeof l['sessionsInMemory'] === 'number') out['sessionsInMemory'] = l['sessionsInMemory'] as number;
+  return out;
+}
+
+async function rssAt(sessionsCount: number, rounds: number, cli?: string): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-rss-'));
   const watch = join(dir, 'sessions');
   mkdirSync(watch);
@@ -136,9 +166,9 @@ async function rssAt(sessionsCount: number, rounds: number): Promise<Record<stri
   const socket = join(dir, 's.sock');
   const args = ['--watch', watch, '--socket', socket, '--state', join(dir, 'state'), '--budget', '1000000'];
   /** Start the daemon, wait for its first status (every transcript read), measure. */
-  const startOnce = async (): Promise<{ seconds: number; cpu: number; sessions: number; tokens: number; rss: number }> => {
+  const startOnce = async (): Promise<{ seconds: number; cpu: number; sessions: number; tokens: number; rss: number; parts: Record<string, number> }> => {
     const t0 = performance.now();
-    const daemon = await startDaemonProcess(args, 600_000);
+    const daemon = await startDaemonProcess(args, 600_000, cli);
     try {
       const c = new ContextdClient({ socketPath: socket, clientInfo: { name: 'bench', version: '1' }, reconnect: false, requestTimeoutMs: 120_000 });
       await c.connect();
@@ -147,7 +177,10 @@ async function rssAt(sessionsCount: number, rounds: number): Promise<Record<stri
       const cpu = cpuSeconds(daemon.proc.pid as number);
       const sessions = status.sessions as { tokens: number }[];
       await c.close();
-      return { seconds, cpu, sessions: sessions.length, tokens: sessions.reduce((a, s) => a + s.tokens, 0), rss: rssMiB(daemon.proc.pid as number) };
+      const pid = daemon.proc.pid as number;
+      const rss = rssMiB(pid);
+      const parts = { ...rssParts(pid), ...loadParts(status.load), heldMTokens: round(Number(status.heldTokens ?? 0) / 1e6, 2) };
+      return { seconds, cpu, sessions: sessions.length, tokens: sessions.reduce((a, s) => a + s.tokens, 0), rss, parts };
     } finally {
       await daemon.stop();
     }
@@ -169,6 +202,10 @@ async function rssAt(sessionsCount: number, rounds: number): Promise<Record<stri
       rssMiB: cold.rss,
       rssAfterRestartMiB: warm.rss,
       restartTokensMatch: warm.tokens === cold.tokens,
+      // What the RSS consists of at the reading (MiB): smaps_rollup's anonymous and file-backed
+      // parts, and the daemon's own heap and buffer figures from the same status.
+      rssParts: cold.parts,
+      rssAfterRestartParts: warm.parts,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -210,12 +247,13 @@ function tokenizerTokensPerSec(): number {
 
 /** Run the latency scenario and return its JSON figures. */
 export async function benchLatency(options: LatencyOptions = {}): Promise<Record<string, unknown>> {
+  if (options.rssOnly) return { scenario: 'latency', rss: await rssAt(options.rssSessions ?? 100, options.rssRounds ?? 110, options.cli) };
   const levels = options.concurrency ?? [1, 10, 100];
   const appends = options.appendsPerSession ?? 10;
   const latency = [];
   for (const n of levels) latency.push(await latencyAt(n, n >= 100 ? Math.max(3, Math.floor(appends / 3)) : appends, options.cli));
   if (options.latencyOnly) return { scenario: 'latency', latency };
-  const rss = await rssAt(options.rssSessions ?? 100, options.rssRounds ?? 110);
+  const rss = await rssAt(options.rssSessions ?? 100, options.rssRounds ?? 110, options.cli);
   const busiest = latency[latency.length - 1] as { statusDuringLoadMs?: unknown } | undefined;
   const limits = { fsEventMs: await fsEventMs(), tokenizerTokensPerSec: tokenizerTokensPerSec() };
   return { scenario: 'latency', latency, statusDuringLoadMs: busiest?.statusDuringLoadMs, rss, limits };

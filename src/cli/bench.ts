@@ -25,6 +25,7 @@ interface LoadFlags {
   cli?: string;
   trace?: string;
   levels?: string;
+  rssOnly?: boolean;
 }
 
 function positive(name: string, v: string | undefined): number | undefined {
@@ -59,6 +60,10 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
     case 'latency': {
       const { benchLatency } = await import('../bench/latency.js');
       const cli = load.cli !== undefined ? { cli: resolve(load.cli) } : {};
+      if (load.rssOnly) {
+        if (load.levels !== undefined) throw usageError('--levels and --rss-only exclude each other');
+        return benchLatency({ rssOnly: true, ...cli });
+      }
       if (load.levels === undefined) return benchLatency(cli);
       const concurrency = load.levels.split(',').map((v) => positive('levels', v.trim()) as number);
       return benchLatency({ concurrency, latencyOnly: true, ...cli });
@@ -109,6 +114,7 @@ export function registerBench(program: Command): void {
     .option('--rate <n>', 'load: lines per second per session (default 20)')
     .option('--idle <s>', 'load: seconds idle after the load before RSS is read again (default 20)')
     .option('--levels <list>', 'latency: only these session counts, comma-separated (e.g. 100), without the RSS and limits parts')
+    .option('--rss-only', 'latency: only the RSS part (100 sessions × ~270k tokens: cold start, then a restart), without the append → plan levels and limits')
     .option('--cli <path>', 'load, latency: another build\'s dist/src/cli/main.js to run as the daemon (before/after)')
     .option('--trace <file>', 'load: write the daemon\'s memory, backlog and plans in flight every 100 ms to FILE (JSON lines)')
     .action(async (scenario: string, flags: { corpus?: string; locomo?: string } & LoadFlags) => {

@@ -19,6 +19,9 @@ describe('the CLI', () => {
     const levels = await runCli(['bench', 'latency', '--levels', '10,0']);
     expect(levels.code).toBe(2);
     expect(levels.stderr).toContain('--levels');
+    const both = await runCli(['bench', 'latency', '--levels', '1', '--rss-only']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('--rss-only');
   });
 
   it('bench latency --levels runs only those session counts, without the rss and limits parts', async () => {
