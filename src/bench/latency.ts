@@ -60,7 +60,7 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
   const statusMs: number[] = [];
   let timeouts = 0;
   let loading = true;
-  let cpuMsPerAppend: { daemon: number; bench: number } | undefined;
+  let cpuMsPerAppend: { daemon: number; daemonMainThread: number; bench: number } | undefined;
   const prober = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 60_000 });
   try {
     await prober.connect();
@@ -84,7 +84,9 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     })();
     // CPU of both processes over the appends (acks and status probes included): robust to
     // other load, unlike the latencies.
-    const daemonCpu0 = cpuSeconds(daemon.proc.pid as number);
+    const pid = daemon.proc.pid as number;
+    const daemonCpu0 = cpuSeconds(pid);
+    const loopCpu0 = cpuSeconds(pid, pid);
     const benchCpu0 = process.cpuUsage();
     for (let k = 0; k < appends; k++) {
       await Promise.all(
@@ -111,7 +113,9 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     const appended = sessionsCount * appends;
     const benchCpu = process.cpuUsage(benchCpu0);
     cpuMsPerAppend = {
-      daemon: round(((cpuSeconds(daemon.proc.pid as number) - daemonCpu0) * 1000) / appended, 2),
+      daemon: round(((cpuSeconds(pid) - daemonCpu0) * 1000) / appended, 2),
+      // the daemon's main thread alone: what holds the event loop (and so the pushes) back
+      daemonMainThread: round(((cpuSeconds(pid, pid) - loopCpu0) * 1000) / appended, 2),
       bench: round((benchCpu.user + benchCpu.system) / 1000 / appended, 2),
     };
     loading = false;
