@@ -121,6 +121,8 @@ export function startCheckpointer(db: Db, options: CheckpointerOptions): Checkpo
           resolve();
           return;
         }
+        // Awaited by shutdown before the final checkpoint: the worker's exit must keep the process up.
+        worker.ref();
         const timer = setTimeout(() => void worker.terminate(), CLOSE_TIMEOUT_MS);
         worker.once('exit', () => {
           clearTimeout(timer);

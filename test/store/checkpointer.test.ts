@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { openDb, type Db } from '../../src/store/index.js';
 import { AUTOCHECKPOINT_PAGES, startCheckpointer, type Checkpointer } from '../../src/store/checkpointer.js';
 
@@ -107,5 +109,25 @@ describe('WAL checkpointer', () => {
     commitBatch(db, 0);
     db.pragma('wal_checkpoint(TRUNCATE)');
     expect(walBytes(path)).toBe(0);
+  });
+
+  it('close is awaited to the end in a process with nothing else to do (the worker is unref’d while it runs)', () => {
+    if (process.env['CONTEXTD_BUILD_FAILED']) throw new Error(`the build failed:\n${process.env['CONTEXTD_BUILD_FAILED']}`);
+    const { path } = fresh();
+    const dist = (m: string): string => fileURLToPath(new URL(`../../dist/src/store/${m}`, import.meta.url));
+    // The daemon's shutdown awaits close() and then checkpoints and closes the database: a process
+    // that exits while close() is pending would skip both (and the 'contextd stopped' log line).
+    const script = `
+      const { openDb } = await import(${JSON.stringify(dist('db.js'))});
+      const { startCheckpointer } = await import(${JSON.stringify(dist('checkpointer.js'))});
+      const db = openDb(${JSON.stringify(path)});
+      const c = startCheckpointer(db, { path: ${JSON.stringify(path)}, intervalMs: 10 });
+      await new Promise((r) => setTimeout(r, 50));
+      await c.close();
+      db.close();
+      process.stdout.write('closed');
+    `;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    expect(out).toBe('closed');
   });
 });
