@@ -59,6 +59,8 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
   const samples: number[] = [];
   const statusMs: number[] = [];
   let timeouts = 0;
+  /** Acks refused (PLAN_EXPIRED): the plan taken for an append was superseded by a newer one before the ack. */
+  let acksRefused = 0;
   let loading = true;
   let cpuMsPerAppend: { daemon: number; daemonMainThread: number; bench: number } | undefined;
   const prober = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 60_000 });
@@ -100,13 +102,18 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
           got.catch(() => undefined); // handled below; never an unhandled rejection
           const t0 = performance.now();
           appendFileSync(f, text);
+          let plan: WirePlan;
           try {
-            const plan = await got;
-            samples.push(performance.now() - t0);
-            await c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' });
+            plan = await got;
           } catch {
             timeouts++;
+            return;
           }
+          samples.push(performance.now() - t0);
+          // Right after subscribing, the plan pushed at once for the session as it stood can come
+          // in after the append and be superseded by the append's own before this ack: refused,
+          // and not a missing push (it was counted as a timeout before).
+          await c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => acksRefused++);
         }),
       );
     }
@@ -127,7 +134,7 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, timeouts };
+  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, timeouts, acksRefused };
 }
 
 async function rssAt(sessionsCount: number, rounds: number): Promise<Record<string, unknown>> {
