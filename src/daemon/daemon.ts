@@ -13,6 +13,7 @@ import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
 import { stateDbPath } from '../store/paths.js';
+import { startCheckpointer, type Checkpointer } from '../store/checkpointer.js';
 import { SessionManager } from './sessions.js';
 import { yieldToEventLoop } from './loop-budget.js';
 import { redactMessages } from '../harvest/index.js';
@@ -55,6 +56,7 @@ export class Daemon {
   private readonly env: Readonly<Record<string, string | undefined>>;
   private readonly startedAt: number;
   private db: Db | undefined;
+  private checkpointer: Checkpointer | undefined;
   private tokenCache: SqliteTokenCountCache | undefined;
   private derivedCache: SqliteDerivedDataCache | undefined;
   private tailer: Tailer | undefined;
@@ -115,6 +117,17 @@ export class Daemon {
     const secured = secureStateDir(o.stateDir);
     if (secured.previousMode !== undefined) this.log.warn({ stateDir: o.stateDir, previousMode: secured.previousMode.toString(8), mode: '700' }, 'state folder was readable by others: made private');
     this.db = openDb(dbPath);
+    // WAL checkpoints (a copy into the database file and an fsync) on a worker, not in a commit
+    // on the event loop: without it, the commit that crossed 1000 WAL pages held the loop for
+    // several ms mid-burst, tens on a busy disk.
+    try {
+      this.checkpointer = startCheckpointer(this.db, {
+        path: dbPath,
+        onFailure: (err) => this.log.warn({ err: describeError(err) }, 'WAL checkpoint worker failed: SQLite checkpoints in its commits again'),
+      });
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'WAL checkpoint worker not started: SQLite checkpoints in its commits');
+    }
     // Counts persist by content hash: a restart on existing transcripts reads them back.
     this.tokenCache = new SqliteTokenCountCache(new TokenCounts(this.db), this.deps.logger);
     // So do the term stats and fingerprints a plan derives: a cold plan after a restart reads them.
@@ -272,6 +285,7 @@ export class Daemon {
     this.warm?.close();
     this.tokenCache?.close();
     this.derivedCache?.close();
+    await this.checkpointer?.close();
     if (this.db?.open) {
       try {
         this.db.pragma('wal_checkpoint(TRUNCATE)');

@@ -26,7 +26,7 @@ let addonPath: string | undefined;
  * its place (the package's build/Release/, where its install puts it) is a STORE_FAILED naming
  * that path.
  */
-function sqliteAddon(): string {
+export function sqliteAddon(): string {
   if (addonPath !== undefined) return addonPath;
   let pkg: string;
   try {
