@@ -15,6 +15,8 @@ import { LiveSession, type ProxiedLink } from './live-session.js';
 import type { DeclineState } from './declined-edits.js';
 import { IngestQueue } from './ingest-queue.js';
 import { LoopBudget, type BudgetWorker } from './loop-budget.js';
+import { holdsReads, ReadGate } from './read-gate.js';
+import { RebuildList, rebuildFits } from './rebuild-list.js';
 import { checkSteps, rebaseModel, replayModel, resolveSteps, type ResolvedStep } from './replay-log.js';
 import { ADVISORY_PLAN_INTERVAL_MS, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
 
@@ -95,11 +97,6 @@ export const INGEST_HIGH_WATER_BYTES = 8 * 1024 * 1024;
  * (`memory.maxSessionTokens` bounds models and their queued lines together).
  */
 export const QUEUED_BYTES_PER_TOKEN = 4;
-/**
- * A reader held at the gate for one session looks again after this long even when nothing woke
- * it (a safety net: a missed wake-up delays lines, never loses them).
- */
-const READ_RECHECK_MS = 1_000;
 
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
@@ -166,13 +163,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** After the first scan: a session's reads are held while its lines wait or its overdue plan is made (`room`). */
   private steady = false;
   /** Readers of a session held at the gate, woken when what held them clears. */
-  private readonly readWaiters = new Map<LiveSession, Set<() => void>>();
-  /**
-   * Sessions released with lines read but not applied, and the tokens their rebuild will hold:
-   * nothing else would bring those lines back (the tailer read past them), so their turn rebuilds
-   * them once the memory budget has room (`rebuildDropped`).
-   */
-  private readonly rebuildDue = new Map<LiveSession, number>();
+  private readonly gate = new ReadGate<LiveSession>();
+  /** Sessions released with lines read but not applied: their turn rebuilds them once the budget has room (`rebuildDropped`). */
+  private readonly rebuildDue = new RebuildList<LiveSession>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -261,7 +254,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   room(file?: string): Promise<void> | undefined {
     const s = file !== undefined ? this.byFile.get(file) : undefined;
-    if (s && this.holdsReads(s)) return this.readsReleased(s).then(() => this.room(file));
+    if (s && this.holdsReads(s)) return this.gate.wait(s).then(() => this.room(file));
     return this.queued.below(INGEST_HIGH_WATER_BYTES);
   }
 
@@ -272,33 +265,22 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** Whether reads of `s`'s transcript wait (see `room`). */
   private holdsReads(s: LiveSession): boolean {
-    if (!this.steady || this.closing || !this.current(s) || s.fed) return false;
-    if (this.queued.has(s) || s.restoring !== undefined) return true;
-    return (this.planQueue.has(s) || s.life.planning) && !s.released && s.model.headroom().headroom <= 0;
-  }
-
-  /** Resolves when `s`'s reads may go on (`wakeReaders`), or after READ_RECHECK_MS to look again. */
-  private readsReleased(s: LiveSession): Promise<void> {
-    return new Promise((resolve) => {
-      let waiters = this.readWaiters.get(s);
-      if (!waiters) this.readWaiters.set(s, (waiters = new Set()));
-      const list = waiters;
-      const wake = (): void => {
-        clearTimeout(timer);
-        list.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, READ_RECHECK_MS);
-      list.add(wake);
+    return holdsReads({
+      steady: this.steady,
+      closing: this.closing,
+      current: this.current(s),
+      fed: s.fed !== undefined,
+      queued: this.queued.has(s),
+      restoring: s.restoring !== undefined,
+      planDue: this.planQueue.has(s) || s.life.planning,
+      released: s.released !== undefined,
+      headroom: () => s.model.headroom().headroom,
     });
   }
 
   /** What held `s`'s reads may have cleared: its readers look again. */
   private wakeReaders(s: LiveSession): void {
-    const waiters = this.readWaiters.get(s);
-    if (!waiters) return;
-    this.readWaiters.delete(s);
-    for (const wake of waiters) wake();
+    this.gate.wake(s);
   }
 
   /** Resolves once every queued transcript batch has been applied (the daemon's first scan). */
@@ -469,7 +451,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.wakeReaders(s);
     this.deps.memoryFreed?.();
     // Memory was freed: sessions waiting to be rebuilt may fit now (this one too, when released idle).
-    if (dropped > 0) this.rebuildDue.set(s, headroom.tokens + droppedTokens);
+    if (dropped > 0) this.rebuildDue.add(s, headroom.tokens + droppedTokens);
     for (const d of this.rebuildDue.keys()) this.schedule(d);
     return true;
   }
@@ -501,14 +483,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * next release or idle sweep to look again.
    */
   private rebuildDropped(s: LiveSession): void {
-    const tokens = this.rebuildDue.get(s);
+    const tokens = this.rebuildDue.tokensOf(s);
     if (tokens === undefined) return;
     if (!s.released || !this.current(s) || s.fed) {
       this.rebuildDue.delete(s);
       return;
     }
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
-    if (budget.maxSessionTokens > 0 && this.heldTokens() + this.queuedTokens() + tokens > budget.maxSessionTokens) return;
+    if (!rebuildFits(tokens, this.heldTokens() + this.queuedTokens(), budget.maxSessionTokens)) return;
     this.rebuildDue.delete(s);
     this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
   }
@@ -889,7 +871,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.deferredPlans.clear();
     this.planWaiting.clear();
     this.queued.releaseAll();
-    for (const s of [...this.readWaiters.keys()]) this.wakeReaders(s);
+    this.gate.wakeAll();
     for (const s of this.sessions.values()) {
       if (s.planTimer) clearTimeout(s.planTimer);
       s.planTimer = undefined;
