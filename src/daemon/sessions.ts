@@ -575,7 +575,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.released = undefined;
     this.rebuildDue.delete(s);
     s.life.restored(model.version);
-    this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length }, 'released session rebuilt from its transcript');
+    this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length, plansReplayed: failed === undefined ? replayed.filter((st) => st.kind === 'edits').length : 0 }, 'released session rebuilt from its transcript');
     const pending = s.pending.splice(0);
     for (const p of pending) this.apply(s, p.events, p.toOffset);
     this.enforceBudget(s);

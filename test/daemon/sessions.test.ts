@@ -1032,6 +1032,8 @@ describe('SessionManager release of a session with applied edits', () => {
     expect(manager.heldTokens()).toBe(0);
     await manager.requireLoaded('a');
     expect(s.released).toBeUndefined();
+    const rebuilt = () => lines.filter((l) => l.msg === 'released session rebuilt from its transcript').map((l) => l.plansReplayed);
+    expect(rebuilt()).toEqual([2]);
     expect(modelOf(s)).toEqual(before);
     expect(await dryPlan(manager, 'a')).toEqual(plan);
 
@@ -1044,6 +1046,7 @@ describe('SessionManager release of a session with applied edits', () => {
     t += 10;
     expect(manager.releaseIdle()).toBe(1);
     await manager.requireLoaded('a');
+    expect(rebuilt()).toEqual([2, 3]);
     expect(modelOf(s)).toEqual(again);
     expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
   });
