@@ -144,19 +144,28 @@ export function rebaseModel(model: SessionModel, fresh: SessionModel): SessionMo
 /**
  * Rebuild a model: `events` read from the transcript, split at the offset of each step
  * (`splits[i]`: the index of the first event past `steps[i].offset`), with each step applied at its
- * place. `fresh` makes an empty model (the first, and one per rebase). Throws what applying an edit
- * throws (PLAN_EXPIRED, USAGE) when the model is not the one the step was taken on.
+ * place. `fresh` makes an empty model (the first, and one per rebase). `pause` is asked before
+ * each step and each run of lines (an edit scores the whole model: a rebuild replaying many yields
+ * between them). Throws what applying an edit throws (PLAN_EXPIRED, USAGE) when the model is not
+ * the one the step was taken on.
  */
-export function replayModel(fresh: () => SessionModel, events: readonly TranscriptEvent[], splits: readonly number[], steps: readonly ResolvedStep[]): SessionModel {
+export async function replayModel(fresh: () => SessionModel, events: readonly TranscriptEvent[], splits: readonly number[], steps: readonly ResolvedStep[], pause: () => Promise<void> | undefined = () => undefined): Promise<SessionModel> {
   let model = fresh();
   let from = 0;
-  steps.forEach((step, i) => {
+  for (const [i, step] of steps.entries()) {
     const to = splits[i] ?? events.length;
-    if (to > from) model.applyAll(events.slice(from, to));
+    if (to > from) {
+      await pause();
+      model.applyAll(events.slice(from, to));
+    }
     from = Math.max(from, to);
+    await pause();
     if (step.kind === 'rebase') model = rebaseModel(model, fresh());
     else applyPlan(model, step.plan, step.editIds);
-  });
-  if (from < events.length) model.applyAll(events.slice(from));
+  }
+  if (from < events.length) {
+    await pause();
+    model.applyAll(events.slice(from));
+  }
   return model;
 }

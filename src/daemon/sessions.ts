@@ -549,10 +549,21 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const upTo = splits[replayed.length] ?? read.events.length;
     let model: SessionModel | undefined;
     let failed = typeof steps === 'string' ? steps : undefined;
-    try {
-      if (failed === undefined) model = replayModel(() => this.newModel(s.sessionId), read.events.slice(0, upTo), splits, replayed);
-    } catch (err) {
-      failed = `an edit did not apply again: ${describeError(err)}`;
+    if (failed === undefined && replayed.length > 0) {
+      // In slices with yields between (each edit scores the whole model): requests are answered meanwhile.
+      const w = this.budget.worker();
+      try {
+        model = await replayModel(() => this.newModel(s.sessionId), read.events.slice(0, upTo), splits, replayed, () => (w.left() ? undefined : w.pause()));
+      } catch (err) {
+        failed = `an edit did not apply again: ${describeError(err)}`;
+      } finally {
+        w.done();
+      }
+      // Rewritten or forgotten meanwhile: that path started over on its own.
+      if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+    } else if (failed === undefined) {
+      model = this.newModel(s.sessionId);
+      model.applyAll(read.events.slice(0, upTo));
     }
     if (!model || failed !== undefined) {
       // Fail safe: the transcript alone, as a new model (no plan of the old one is taken for it).
