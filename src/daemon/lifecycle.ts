@@ -104,8 +104,6 @@ export class SessionLifecycle {
   lastActivityAt: number;
   lastEdit: LastEdit | undefined;
   private endedValue = false;
-  /** Generation whose model carries edits the agent applied (not in the transcript). */
-  private editedGeneration = -1;
   /** Whether the model had been planned from when it was released from memory. */
   private plannedAtRelease = false;
   private readonly open = new Map<string, OpenPlan>();
@@ -219,7 +217,6 @@ export class SessionLifecycle {
   /** The agent applied edits of a plan made from `version`: the model moved on by itself. */
   applied(edit: LastEdit, version: number): void {
     this.lastEdit = edit;
-    this.editedGeneration = this.generation;
     this.lastPlannedVersion = version;
   }
 
@@ -244,11 +241,19 @@ export class SessionLifecycle {
   }
 
   /**
-   * Whether the model may be released from memory and rebuilt from its transcript later: no
-   * plan is being made or awaits an answer, and no applied edit lives only in this model.
+   * Whether the model may be released from memory and rebuilt later, as far as its plans go: no
+   * plan is being made, and none pushed to a client awaits its answer (an advisory one expires
+   * on release: `releasing`; edits the agent applied are replayed: replay-log.ts).
    */
   get releasable(): boolean {
-    return !this.planning && this.open.size === 0 && this.editedGeneration !== this.generation;
+    if (this.planning) return false;
+    for (const p of this.open.values()) if (p.pushed) return false;
+    return true;
+  }
+
+  /** The model leaves memory: its open plans, advisory ones (`releasable`), expire. Returns their ids. */
+  releasing(): string[] {
+    return this.expireAll();
   }
 
   /**

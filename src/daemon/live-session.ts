@@ -7,6 +7,7 @@ import type { ProviderFormatName } from '../proxy/index.js';
 import { SessionHistory } from '../harvest/index.js';
 import { SessionLifecycle } from './lifecycle.js';
 import { DeclinedEdits } from './declined-edits.js';
+import { ReplayLog } from './replay-log.js';
 
 /** What the daemon knows of a conversation through the proxy. */
 export interface ProxiedLink {
@@ -42,6 +43,8 @@ export class LiveSession {
   summaryCache = new SummaryCache();
   /** Sections whose edits the agent declined: left out of automatic plans for a while. */
   readonly declined = new DeclinedEdits();
+  /** What the model holds besides its transcript (applied edits, rebuilds): what a release must replay. */
+  readonly replay = new ReplayLog();
   /** File offset just past the last transcript line applied (tailed sessions). */
   tailOffset: number | undefined;
   /**
@@ -50,10 +53,11 @@ export class LiveSession {
    */
   queuedOffset: number | undefined;
   /**
-   * Set while the model is released from memory (memory budget): the transcript offset it was
-   * built up to and its headroom then (for status). Rebuilt from the transcript on demand.
+   * Set while the model is released from memory (memory budget): the transcript offset it is
+   * rebuilt up to (lines read and dropped with it included), its headroom then (for status), and
+   * the offset the model itself had been read to. Rebuilt from the transcript on demand.
    */
-  released: { readonly offset: number; readonly headroom: HeadroomSnapshot } | undefined;
+  released: { readonly offset: number; readonly headroom: HeadroomSnapshot; readonly modelOffset: number } | undefined;
   /** Appends that arrived while released, applied once the model is rebuilt. */
   readonly pending: { readonly events: readonly TranscriptEvent[]; readonly toOffset: number | undefined }[] = [];
   /** The rebuild under way, if any. */

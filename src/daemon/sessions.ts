@@ -15,6 +15,9 @@ import { LiveSession, type ProxiedLink } from './live-session.js';
 import type { DeclineState } from './declined-edits.js';
 import { IngestQueue } from './ingest-queue.js';
 import { LoopBudget, type BudgetWorker } from './loop-budget.js';
+import { holdsReads, ReadGate } from './read-gate.js';
+import { RebuildList, rebuildFits } from './rebuild-list.js';
+import { checkSteps, rebaseModel, replayModel, resolveSteps, type ResolvedStep } from './replay-log.js';
 import { ADVISORY_PLAN_INTERVAL_MS, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
@@ -94,11 +97,6 @@ export const INGEST_HIGH_WATER_BYTES = 8 * 1024 * 1024;
  * (`memory.maxSessionTokens` bounds models and their queued lines together).
  */
 export const QUEUED_BYTES_PER_TOKEN = 4;
-/**
- * A reader held at the gate for one session looks again after this long even when nothing woke
- * it (a safety net: a missed wake-up delays lines, never loses them).
- */
-const READ_RECHECK_MS = 1_000;
 
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
@@ -165,13 +163,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** After the first scan: a session's reads are held while its lines wait or its overdue plan is made (`room`). */
   private steady = false;
   /** Readers of a session held at the gate, woken when what held them clears. */
-  private readonly readWaiters = new Map<LiveSession, Set<() => void>>();
-  /**
-   * Sessions released with lines read but not applied, and the tokens their rebuild will hold:
-   * nothing else would bring those lines back (the tailer read past them), so their turn rebuilds
-   * them once the memory budget has room (`rebuildDropped`).
-   */
-  private readonly rebuildDue = new Map<LiveSession, number>();
+  private readonly gate = new ReadGate<LiveSession>();
+  /** Sessions released with lines read but not applied: their turn rebuilds them once the budget has room (`rebuildDropped`). */
+  private readonly rebuildDue = new RebuildList<LiveSession>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -191,10 +185,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     for (const s of this.sessions.values()) {
       if (s.source === 'proxy' || s.released) continue; // the proxy owns that model; a released one is rebuilt under the new options
       if (rebuild) {
-        const fresh = this.newModel(s.sessionId, s.fed ? s.fed.budgetTokens : options.budgetTokens);
-        fresh.applyAll(this.replayable(s));
+        s.model = rebaseModel(s.model, this.newModel(s.sessionId, s.fed ? s.fed.budgetTokens : options.budgetTokens));
         if (s.fed) s.fed = { ...s.fed, version: -1 };
-        s.model = fresh;
+        else s.replay.rebased(s.tailOffset); // a release replays it at the same place
         this.expire(s.sessionId, s.life.rebuilt(), 'budget reconfigured');
       }
       this.afterChange(s);
@@ -261,7 +254,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   room(file?: string): Promise<void> | undefined {
     const s = file !== undefined ? this.byFile.get(file) : undefined;
-    if (s && this.holdsReads(s)) return this.readsReleased(s).then(() => this.room(file));
+    if (s && this.holdsReads(s)) return this.gate.wait(s).then(() => this.room(file));
     return this.queued.below(INGEST_HIGH_WATER_BYTES);
   }
 
@@ -272,33 +265,22 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** Whether reads of `s`'s transcript wait (see `room`). */
   private holdsReads(s: LiveSession): boolean {
-    if (!this.steady || this.closing || !this.current(s) || s.fed) return false;
-    if (this.queued.has(s) || s.restoring !== undefined) return true;
-    return (this.planQueue.has(s) || s.life.planning) && !s.released && s.model.headroom().headroom <= 0;
-  }
-
-  /** Resolves when `s`'s reads may go on (`wakeReaders`), or after READ_RECHECK_MS to look again. */
-  private readsReleased(s: LiveSession): Promise<void> {
-    return new Promise((resolve) => {
-      let waiters = this.readWaiters.get(s);
-      if (!waiters) this.readWaiters.set(s, (waiters = new Set()));
-      const list = waiters;
-      const wake = (): void => {
-        clearTimeout(timer);
-        list.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, READ_RECHECK_MS);
-      list.add(wake);
+    return holdsReads({
+      steady: this.steady,
+      closing: this.closing,
+      current: this.current(s),
+      fed: s.fed !== undefined,
+      queued: this.queued.has(s),
+      restoring: s.restoring !== undefined,
+      planDue: this.planQueue.has(s) || s.life.planning,
+      released: s.released !== undefined,
+      headroom: () => s.model.headroom().headroom,
     });
   }
 
   /** What held `s`'s reads may have cleared: its readers look again. */
   private wakeReaders(s: LiveSession): void {
-    const waiters = this.readWaiters.get(s);
-    if (!waiters) return;
-    this.readWaiters.delete(s);
-    for (const wake of waiters) wake();
+    this.gate.wake(s);
   }
 
   /** Resolves once every queued transcript batch has been applied (the daemon's first scan). */
@@ -410,14 +392,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   releaseIdle(): number {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     if (budget.idleReleaseMs <= 0 || this.closing) return 0;
-    const ids = idleSessionsToRelease(this.held(undefined), budget, this.now());
-    for (const id of ids) {
+    let released = 0;
+    for (const id of idleSessionsToRelease(this.held(undefined), budget, this.now())) {
       const s = this.sessions.get(id);
-      if (s) this.release(s, 'idle');
+      if (s && this.release(s, 'idle')) released++;
     }
     // The sweep is also when sessions waiting to be rebuilt look again at the budget.
     for (const d of this.rebuildDue.keys()) this.schedule(d);
-    return ids.length;
+    return released;
   }
 
   /**
@@ -441,7 +423,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         tokens: s.model.tokens() + this.queuedTokens(s),
         lastActivityAt: s.lastActivityAt,
         // (during the first scan a session's queue may hold all of it: released then, status would show it empty)
-        releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
+        releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && s.replay.unreplayable === undefined && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
         subscribed: this.subscribedTo(s),
       }));
   }
@@ -449,24 +431,50 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /**
    * Drop a session's model, caches and the lines read for it but not applied yet; it keeps its
    * id, lifecycle and the offset read up to (the rebuild reads the dropped lines from the
-   * transcript again, and the tailer reads on from where it was: nothing is lost).
+   * transcript again, and the tailer reads on from where it was: nothing is lost). False when it
+   * must stay (`canReplay`).
    */
-  private release(s: LiveSession, why: 'memory budget' | 'idle'): void {
+  private release(s: LiveSession, why: 'memory budget' | 'idle'): boolean {
+    if (!this.canReplay(s)) return false;
+    // Nobody was handed them: a subscriber arriving later gets a fresh plan of the rebuilt model.
+    this.expire(s.sessionId, s.life.releasing(), 'advisory plan: the session was released from memory');
     const headroom = s.model.headroom();
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
     const droppedTokens = this.queued.bytesOf(s) / QUEUED_BYTES_PER_TOKEN;
     const dropped = this.queued.drop(s);
     s.life.released(s.model.version, dropped > 0);
-    s.released = { offset: s.queuedOffset ?? s.tailOffset ?? 0, headroom };
+    s.released = { offset: s.queuedOffset ?? s.tailOffset ?? 0, headroom, modelOffset: s.tailOffset ?? 0 };
     s.model = this.newModel(s.sessionId);
     s.summaryCache = new SummaryCache();
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, droppedBatches: dropped, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
     this.wakeReaders(s);
     this.deps.memoryFreed?.();
     // Memory was freed: sessions waiting to be rebuilt may fit now (this one too, when released idle).
-    if (dropped > 0) this.rebuildDue.set(s, headroom.tokens + droppedTokens);
+    if (dropped > 0) this.rebuildDue.add(s, headroom.tokens + droppedTokens);
     for (const d of this.rebuildDue.keys()) this.schedule(d);
+    return true;
+  }
+
+  /**
+   * Whether the plan log can replay what `s`'s model holds besides its transcript (its applied
+   * edits: `checkSteps`). When it cannot, the session is marked for good and stays in memory: a
+   * rebuild would lose edits the agent applied.
+   */
+  private canReplay(s: LiveSession): boolean {
+    if (s.replay.steps.length > 0 && s.replay.unreplayable === undefined) {
+      let why: string | undefined;
+      try {
+        why = checkSteps(s.replay.steps, this.deps.plans);
+      } catch (err) {
+        why = `the plan log cannot be read: ${describeError(err)}`;
+      }
+      if (why !== undefined) {
+        s.replay.markUnreplayable(why);
+        this.log.error({ sessionId: s.sessionId, why }, 'session kept in memory for good: its applied edits cannot be replayed from the plan log, and a rebuild from its transcript would lose them');
+      }
+    }
+    return s.replay.unreplayable === undefined;
   }
 
   /**
@@ -475,14 +483,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * next release or idle sweep to look again.
    */
   private rebuildDropped(s: LiveSession): void {
-    const tokens = this.rebuildDue.get(s);
+    const tokens = this.rebuildDue.tokensOf(s);
     if (tokens === undefined) return;
     if (!s.released || !this.current(s) || s.fed) {
       this.rebuildDue.delete(s);
       return;
     }
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
-    if (budget.maxSessionTokens > 0 && this.heldTokens() + this.queuedTokens() + tokens > budget.maxSessionTokens) return;
+    if (!rebuildFits(tokens, this.heldTokens() + this.queuedTokens(), budget.maxSessionTokens)) return;
     this.rebuildDue.delete(s);
     this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
   }
@@ -522,18 +530,63 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private async rebuild(s: LiveSession): Promise<void> {
     const r = s.released;
     if (!r) return;
+    // What the model held besides its transcript (applied edits), read from the plan log first.
+    let steps: ResolvedStep[] | string = [];
+    if (s.replay.steps.length > 0) {
+      try {
+        steps = resolveSteps(s.replay.steps, this.deps.plans);
+      } catch (err) {
+        steps = `the plan log cannot be read: ${describeError(err)}`;
+      }
+    }
+    const replayed = typeof steps === 'string' ? [] : steps;
     // A file replaced before the tailer's reset: FILE_REPLACED (the reset rebuilds it from 0), not the new file's lines as the old session.
-    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedFile?.(s.file));
+    const splitAt = [...replayed.map((st) => st.offset), r.modelOffset];
+    const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedFile?.(s.file), splitAt);
     // Rewritten or forgotten meanwhile: that path started over on its own.
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
-    const model = this.newModel(s.sessionId);
-    model.applyAll(read.events);
+    const splits = read.splits ?? [];
+    const upTo = splits[replayed.length] ?? read.events.length;
+    let model: SessionModel | undefined;
+    let failed = typeof steps === 'string' ? steps : undefined;
+    if (failed === undefined && replayed.length > 0) {
+      // In slices with yields between (each edit scores the whole model): requests are answered meanwhile.
+      const w = this.budget.worker();
+      try {
+        model = await replayModel(() => this.newModel(s.sessionId), read.events.slice(0, upTo), splits, replayed, () => (w.left() ? undefined : w.pause()));
+      } catch (err) {
+        failed = `an edit did not apply again: ${describeError(err)}`;
+      } finally {
+        w.done();
+      }
+      // Rewritten or forgotten meanwhile: that path started over on its own.
+      if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+    } else if (failed === undefined) {
+      model = this.newModel(s.sessionId);
+      model.applyAll(read.events.slice(0, upTo));
+    }
+    if (!model || failed !== undefined) {
+      // Fail safe: the transcript alone, as a new model (no plan of the old one is taken for it).
+      // It counts the sections the lost edits had replaced again: it over-states, never under-states, what the agent holds.
+      this.log.error({ sessionId: s.sessionId, file: s.file, why: failed, steps: s.replay.steps.length }, 'released session rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
+      model = this.newModel(s.sessionId);
+      model.applyAll(read.events.slice(0, upTo));
+      s.replay.clear();
+      this.expire(s.sessionId, s.life.rebuilt(), 'the session model was rebuilt without its applied edits');
+    } else {
+      const h = model.headroom();
+      // The model as it was released: the same tokens and sections (else say so: something it held is not in the transcript or plan log).
+      if (h.countedTokens !== r.headroom.countedTokens || h.sections !== r.headroom.sections) {
+        this.log.error({ sessionId: s.sessionId, file: s.file, tokens: h.countedTokens, releasedTokens: r.headroom.countedTokens, sections: h.sections, releasedSections: r.headroom.sections, steps: replayed.length }, 'released session rebuilt with other figures than it was released with');
+      }
+    }
+    if (upTo < read.events.length) model.applyAll(read.events.slice(upTo));
     s.model = model;
     s.tailOffset = r.offset;
     s.released = undefined;
     this.rebuildDue.delete(s);
     s.life.restored(model.version);
-    this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length }, 'released session rebuilt from its transcript');
+    this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length, plansReplayed: failed === undefined ? replayed.filter((st) => st.kind === 'edits').length : 0 }, 'released session rebuilt from its transcript');
     const pending = s.pending.splice(0);
     for (const p of pending) this.apply(s, p.events, p.toOffset);
     this.enforceBudget(s);
@@ -667,6 +720,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.released = undefined;
     s.pending.length = 0;
     s.tailOffset = undefined;
+    s.replay.clear(); // the edits applied to what is gone are gone with it
     this.expire(sessionId, s.life.rebuilt(), `transcript ${reason}`);
     this.log.warn({ sessionId, file, reason }, 'transcript rewritten: rebuilding the session model');
   }
@@ -736,7 +790,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       const made = await work;
       if (!made) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (transcript rewritten or rewound): ask again`, { sessionId });
       if (dryRun) return { ...made.plan, dryRun: true } as Plan;
-      const published = this.publish(s, made);
+      const published = this.publish(s, made, true);
       if (!published) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `session "${sessionId}" changed under the plan (closed, rewound, or planned from a newer model): ask again`, { sessionId });
       return published;
     } finally {
@@ -779,7 +833,19 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // What the agent left out of a partial apply it declined (section ids survive the edits applied).
     this.decline(s, open.generation, plan.edits.filter((e) => !chosen.includes(e)), s.model.tokens());
     const status = chosen.length === plan.edits.length ? 'applied' : 'partially-applied';
-    this.deps.plans.setStatus(planId, status, reason);
+    // Where it was applied, for a rebuild to replay it there (a release drops the model: replay-log.ts).
+    const offset = s.fed === undefined ? s.tailOffset : undefined;
+    const replayable = s.replay.unreplayable === undefined;
+    s.replay.applied(planId, offset);
+    try {
+      if (!this.deps.plans.setApplied(planId, status, reason, chosen.map((e) => e.editId), offset)) s.replay.markUnreplayable(`plan ${planId} is not in the plan log`);
+    } catch (err) {
+      s.replay.markUnreplayable(`plan ${planId} was not stored as applied: ${describeError(err)}`);
+      throw err;
+    } finally {
+      // (a session fed over the socket is never released: nothing to say)
+      if (replayable && s.replay.unreplayable !== undefined && s.fed === undefined) this.log.warn({ sessionId: s.sessionId, planId, why: s.replay.unreplayable }, 'session kept in memory from now on: the edits just applied could not be recorded for a rebuild');
+    }
     s.life.applied({ reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId }, s.model.version);
     this.log.info(
       { sessionId: s.sessionId, planId, edits: chosen.length, headroomBefore: before.headroom, headroomAfter: after.headroom, tokensBefore: before.tokens, tokensAfter: after.tokens },
@@ -820,7 +886,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.deferredPlans.clear();
     this.planWaiting.clear();
     this.queued.releaseAll();
-    for (const s of [...this.readWaiters.keys()]) this.wakeReaders(s);
+    this.gate.wakeAll();
     for (const s of this.sessions.values()) {
       if (s.planTimer) clearTimeout(s.planTimer);
       s.planTimer = undefined;
@@ -855,17 +921,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       reserveRatio: this.options.reserveRatio,
       ...(budgetTokens !== undefined ? { budgetTokens } : {}),
     });
-  }
-
-  /** Messages of a session as events, to rebuild its model under new options. */
-  private replayable(s: LiveSession): TranscriptEvent[] {
-    const meta = s.model.meta();
-    const h = s.model.headroom();
-    return [
-      { type: 'meta', meta },
-      ...s.model.messages().map((message) => ({ type: 'message' as const, message })),
-      ...(h.reportedTokens !== undefined ? [{ type: 'usage' as const, contextTokens: h.reportedTokens }] : []),
-    ];
   }
 
   private afterChange(s: LiveSession, forcedReason?: string): void {
@@ -1174,16 +1229,17 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /**
    * Propose a plan made of `s`: stored, logged and emitted for the daemon to push. Undefined when
    * it must not be: it no longer stands (`standing`), or an open plan was made from a newer model
-   * (an older plan never supersedes it).
+   * (an older plan never supersedes it). `handed`: it is the answer to a request (session.compact),
+   * in the caller's hands like a pushed plan (it then pins the model in memory until answered).
    */
-  private publish(s: LiveSession, made: Planned): Plan | undefined {
+  private publish(s: LiveSession, made: Planned, handed = false): Plan | undefined {
     const plan = this.standing(s, made, 'it was archived')?.plan;
     if (!plan) return undefined;
     if (s.life.hasNewerThan(plan)) {
       this.log.info({ sessionId: s.sessionId, planId: plan.planId, modelVersion: plan.modelVersion }, 'plan dropped: a plan of a newer model is open');
       return undefined;
     }
-    const pushed = this.subscribedTo(s);
+    const pushed = handed || this.subscribedTo(s);
     this.expire(s.sessionId, s.life.propose(plan, pushed), 'superseded by a newer plan');
     this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'proposed', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
     this.log.info(

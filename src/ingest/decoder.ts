@@ -167,6 +167,8 @@ export interface TranscriptFile {
   readonly events: TranscriptEvent[];
   readonly counts: LineCounts;
   readonly bytes: number;
+  /** With `splitAt`: for each of its offsets, the index in `events` of the first event of a line at or after it. */
+  readonly splits?: readonly number[];
 }
 
 export interface ReadTranscriptOptions {
@@ -182,6 +184,11 @@ export interface ReadTranscriptOptions {
    * last differ), FILE_REPLACED is thrown instead of reading it.
    */
   readonly expect?: ReadIdentity | undefined;
+  /**
+   * Offsets of line boundaries, ascending (each at most `endOffset`): the result's `splits` says
+   * where in `events` the lines before each one end.
+   */
+  readonly splitAt?: readonly number[];
 }
 
 /** What a tailer read of a file: its inode, and the last bytes it read (`tail`, ending at offset `at`). */
@@ -203,11 +210,23 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
   if (options.endOffset === 0) throw new ContextdError(ErrorCode.NOTHING_READ, `no transcript line could be parsed in ${path}`, { path, bytes: 0 });
   const streamOptions = { highWaterMark: options.chunkBytes ?? 1024 * 1024, ...(options.endOffset !== undefined ? { end: options.endOffset - 1 } : {}) };
   const stream = options.expect === undefined ? createReadStream(path, streamOptions) : await openSameFile(path, options.expect, streamOptions);
+  const splitAt = options.splitAt ?? [];
+  const splits: number[] = [];
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
+      // A split offset inside this chunk: the bytes before it complete the lines that end there.
+      let rest = chunk;
+      let at = bytes;
+      for (let next = splitAt[splits.length]; next !== undefined && next <= at + rest.length; next = splitAt[splits.length]) {
+        const head = rest.subarray(0, Math.max(0, next - at));
+        for (const e of decoder.push(head)) events.push(e);
+        splits.push(events.length);
+        rest = rest.subarray(head.length);
+        at += head.length;
+      }
       bytes += chunk.length;
       if (chunk.length > 0) lastByte = chunk[chunk.length - 1] ?? -1;
-      for (const e of decoder.push(chunk)) events.push(e);
+      for (const e of decoder.push(rest)) events.push(e);
     }
   } catch (err) {
     throw fileError(path, err);
@@ -221,7 +240,9 @@ export async function readTranscriptFile(path: string, options: ReadTranscriptOp
   if (decoder.format === undefined) {
     throw new ContextdError(ErrorCode.FORMAT_UNKNOWN, `transcript format not recognized in ${path}`, { path, bytes, ...c });
   }
-  return { format: decoder.format, events, counts: { ...c }, bytes };
+  // Split points past the bytes read (the file ended before them) fall after every event.
+  while (splits.length < splitAt.length) splits.push(events.length);
+  return { format: decoder.format, events, counts: { ...c }, bytes, ...(options.splitAt ? { splits } : {}) };
 }
 
 /** A stream of `path` when it is still the file `expect` describes (checked on the open descriptor it reads). */
@@ -272,8 +293,8 @@ async function holdsAt(fh: FileHandle, bytes: Buffer, position: number): Promise
  * boundary it committed), decoded as the tailer's `format` with its line limit (`maxLineBytes`,
  * default when undefined). What a released session is rebuilt from and a live session harvested from.
  * `expect`: what the tailer read of it (FILE_REPLACED when the path names another file now, or
- * the file was rewritten in place).
+ * the file was rewritten in place). `splitAt`: offsets to split the events at (`TranscriptFile.splits`).
  */
-export function readTranscriptPrefix(path: string, format: TranscriptFormat, endOffset: number, maxLineBytes: number | undefined, expect?: ReadIdentity): Promise<TranscriptFile> {
-  return readTranscriptFile(path, { format, endOffset, maxLineBytes, expect });
+export function readTranscriptPrefix(path: string, format: TranscriptFormat, endOffset: number, maxLineBytes: number | undefined, expect?: ReadIdentity, splitAt?: readonly number[]): Promise<TranscriptFile> {
+  return readTranscriptFile(path, { format, endOffset, maxLineBytes, expect, ...(splitAt ? { splitAt } : {}) });
 }

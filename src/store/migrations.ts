@@ -249,4 +249,15 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE derived_data_by_version RENAME TO derived_data;
     `,
   },
+  {
+    version: 9,
+    name: 'plans: the edits the agent applied and the transcript offset they were applied at',
+    // What a released session's model is rebuilt with besides its transcript (daemon/edit-log.ts):
+    // its lines up to each offset, then that plan's chosen edits. Rows from before have neither
+    // (NULL): their sessions were never released with those edits.
+    sql: `
+      ALTER TABLE plans ADD COLUMN applied_edit_ids TEXT;
+      ALTER TABLE plans ADD COLUMN applied_offset INTEGER;
+    `,
+  },
 ];

@@ -13,6 +13,17 @@ export interface StoredPlan {
   readonly headroomAfter: number;
   /** The plan as it was proposed (JSON). */
   readonly plan: unknown;
+  /** Applied (or partially): the ids of the edits the agent applied, in the plan's order. */
+  readonly appliedEditIds?: readonly string[] | undefined;
+  /** Applied: the transcript offset the session's model had been read to when it was. */
+  readonly appliedOffset?: number | undefined;
+}
+
+/** How a plan was applied to a tailed session's model: its edits, at which transcript offset. */
+export interface AppliedAt {
+  readonly status: PlanStatus;
+  readonly editIds: readonly string[] | undefined;
+  readonly offset: number | undefined;
 }
 
 interface Row {
@@ -24,6 +35,8 @@ interface Row {
   headroom_before: number;
   headroom_after: number;
   plan: string;
+  applied_edit_ids: string | null;
+  applied_offset: number | null;
 }
 
 /** Every plan the daemon made, with what became of it. */
@@ -31,6 +44,8 @@ export class PlanLog {
   private readonly insert;
   private readonly update;
   private readonly byId;
+  private readonly markApplied;
+  private readonly appliedById;
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
@@ -39,6 +54,8 @@ export class PlanLog {
     );
     this.update = db.prepare(`UPDATE plans SET status = ?, status_reason = ? WHERE plan_id = ?`);
     this.byId = db.prepare(`SELECT * FROM plans WHERE plan_id = ?`);
+    this.markApplied = db.prepare(`UPDATE plans SET status = ?, status_reason = ?, applied_edit_ids = ?, applied_offset = ? WHERE plan_id = ?`);
+    this.appliedById = db.prepare(`SELECT status, applied_edit_ids, applied_offset FROM plans WHERE plan_id = ?`);
   }
 
   record(p: StoredPlan): void {
@@ -57,6 +74,30 @@ export class PlanLog {
     }
   }
 
+  /**
+   * The agent applied `editIds` of the plan (all of them: 'applied'; some: 'partially-applied') to
+   * a model read to transcript `offset` (undefined: not a tailed session, or not known). False
+   * when no plan has that id.
+   */
+  setApplied(planId: string, status: 'applied' | 'partially-applied', reason: string | undefined, editIds: readonly string[], offset: number | undefined): boolean {
+    try {
+      return this.markApplied.run(status, reason ?? null, JSON.stringify(editIds), offset ?? null, planId).changes > 0;
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot update plan status');
+    }
+  }
+
+  /** How the plan was applied (undefined: no such plan); its body is not read. */
+  appliedAt(planId: string): AppliedAt | undefined {
+    let r: Pick<Row, 'status' | 'applied_edit_ids' | 'applied_offset'> | undefined;
+    try {
+      r = this.appliedById.get(planId) as typeof r;
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot read plan');
+    }
+    return r ? { status: r.status, editIds: parseIds(r.applied_edit_ids), offset: r.applied_offset ?? undefined } : undefined;
+  }
+
   get(planId: string): StoredPlan | undefined {
     const r = this.byId.get(planId) as Row | undefined;
     if (!r) return undefined;
@@ -69,6 +110,8 @@ export class PlanLog {
       headroomBefore: r.headroom_before,
       headroomAfter: r.headroom_after,
       plan: JSON.parse(r.plan) as unknown,
+      appliedEditIds: parseIds(r.applied_edit_ids),
+      appliedOffset: r.applied_offset ?? undefined,
     };
   }
 
@@ -76,5 +119,16 @@ export class PlanLog {
     return (this.db.prepare(`SELECT plan_id FROM plans WHERE session_id = ? ORDER BY created_at`).all(sessionId) as { plan_id: string }[])
       .map((r) => this.get(r.plan_id))
       .filter((p): p is StoredPlan => p !== undefined);
+  }
+}
+
+/** A stored list of edit ids, or undefined when there is none or it is not one. */
+function parseIds(json: string | null): readonly string[] | undefined {
+  if (json === null) return undefined;
+  try {
+    const v = JSON.parse(json) as unknown;
+    return Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined;
+  } catch {
+    return undefined;
   }
 }

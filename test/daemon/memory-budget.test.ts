@@ -181,6 +181,31 @@ describe('memory budget of tailed session models', () => {
     expect((await status(c)).rows.get('c')?.inMemory).toBe(true);
   }, 60_000);
 
+  it('releases a session whose agent applied a plan (partly), and rebuilds it on request with its edits: the same sections, figures and next plan', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-edited-'));
+    dirs.push(dir);
+    writeSessions(dir);
+    const c = await start(dir, 0, join(dir, 'state'), 1_000);
+    const id = (await until('four sessions', async () => {
+      const s = await status(c);
+      return s.rows.size === 4 ? s : undefined;
+    })).rows.get('d')?.sessionId as string;
+    // The agent applies some edits of a plan over the socket.
+    const plan = await c.compact(id, { targetHeadroom: 0.9999 });
+    expect(plan.edits.length).toBeGreaterThan(1);
+    await c.ack({ planId: plan.planId, applied: true, editIds: plan.edits.slice(1).map((e) => e.editId) });
+    const sections = await c.sections(id);
+    const h = await c.headroom(id);
+    const next = await c.compact(id, { targetHeadroom: 0.9999, dryRun: true });
+    expect(sections.some((x) => x.compacted)).toBe(true);
+    // Idle: released like any session (its edits no longer pin it in memory), then rebuilt on request.
+    await until('the edited session released', async () => ((await status(c)).rows.get('d')?.inMemory === false ? true : undefined));
+    expect(await c.sections(id)).toEqual(sections);
+    expect(await c.headroom(id)).toEqual(h);
+    const again = await c.compact(id, { targetHeadroom: 0.9999, dryRun: true });
+    expect(again.edits).toEqual(next.edits);
+  }, 60_000);
+
   it('session.end on a released session harvests the whole session, as it would have in memory', async () => {
     const harvested = async (maxSessionTokens: number): Promise<{ harvested: number; inMemory: boolean }> => {
       const dir = mkdtempSync(join(tmpdir(), 'contextd-membudget-'));

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { SessionManager, type ArchiveFilter } from '../../src/daemon/sessions.js';
 import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
-import { createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
+import { applyPlan, createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter, normalizeOpenAIMessages } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
@@ -29,7 +29,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
+function setup(opts: { budgetTokens?: number; full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -55,7 +55,7 @@ function setup(opts: { full?: boolean; redact?: boolean; archiveFilter?: Archive
   }
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
-    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
+    { budgetTokens: opts.budgetTokens ?? 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
     { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
   );
   managers.push(manager);
@@ -965,5 +965,205 @@ describe('SessionManager shutdown', () => {
     manager.enqueue('/t/q0.jsonl', 'q0', 'openai-chat', extra(1), 1100, 100);
     await manager.settled();
     expect(manager.get('q0')?.model.tokens()).toBe(0);
+  });
+});
+
+/**
+ * A transcript on disk cut into parts at line boundaries (`cuts`: line indexes), each part's lines
+ * parsed at their byte offsets as the tailer's decoder reads them.
+ */
+function parts(dir: string, name: string, rounds: number, cuts: readonly number[], variant?: string) {
+  const file = join(dir, `${name}.jsonl`);
+  const text = demoTranscriptJsonl({ rounds, ...(variant ? { variant } : {}) });
+  writeFileSync(file, text);
+  const lines = text.split('\n').filter(Boolean);
+  const adapter = createOpenAIChatAdapter();
+  const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+  const bounds = [0, ...cuts, lines.length];
+  return {
+    file,
+    count: bounds.length - 1,
+    /** Part `k`: its events and the offset just past its last line. */
+    part: (k: number) => {
+      const [from, to] = [bounds[k] as number, bounds[k + 1] as number];
+      return { events: lines.slice(from, to).flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number)), toOffset: to < lines.length ? (offsets[to] as number) : Buffer.byteLength(text) };
+    },
+  };
+}
+
+/** What a model is, for "the same model": its sections (ids, scores, …), messages and headroom. */
+function modelOf(s: { model: { sections(): unknown; messages(): unknown; headroom(): unknown; tokens(): number } }) {
+  return { sections: s.model.sections(), messages: s.model.messages(), headroom: s.model.headroom(), tokens: s.model.tokens() };
+}
+
+/** A dry-run plan without what differs from one run to the next (its id and time). */
+async function dryPlan(manager: SessionManager, sessionId: string) {
+  const p = await manager.compactNow(sessionId, 0.9999, true);
+  return { tokensBefore: p.tokensBefore, tokensAfter: p.tokensAfter, edits: p.edits.map((e) => ({ editId: e.editId, reason: e.reason, replaces: e.replaces, handle: e.handle, summary: e.summary, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter })) };
+}
+
+describe('SessionManager release of a session with applied edits', () => {
+  it('releases a session whose agent applied edits (all of a plan, then some of one) and rebuilds it from its transcript and the plan log to the model it was, between further appends and plans', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-edited-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, [30, 45, 60]);
+    let t = 1_000_000;
+    const { manager, lines } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    // The agent applies every edit of a plan, then more lines arrive.
+    const full = await manager.compactNow('a', 0.9999, false);
+    expect(full.edits.length).toBeGreaterThan(0);
+    manager.acknowledge(full.planId, true, undefined, undefined);
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(1).events, p.part(1).toOffset);
+    // Then only some edits of the next plan (the first and the last).
+    const partial = await manager.compactNow('a', 0.9999, false);
+    expect(partial.edits.length).toBeGreaterThan(2);
+    const chosen = [partial.edits[0]?.editId as string, partial.edits.at(-1)?.editId as string];
+    manager.acknowledge(partial.planId, true, chosen, 'kept the middle');
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(2).events, p.part(2).toOffset);
+    const before = modelOf(s);
+    expect(before.messages).toEqual(expect.arrayContaining([expect.objectContaining({ isSummary: true })]));
+    const plan = await dryPlan(manager, 'a');
+
+    // Idle: released (on HEAD it was pinned by its applied edits), then rebuilt on request.
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    expect(s.released).toBeDefined();
+    expect(manager.heldTokens()).toBe(0);
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    const rebuilt = () => lines.filter((l) => l.msg === 'released session rebuilt from its transcript').map((l) => l.plansReplayed);
+    expect(rebuilt()).toEqual([2]);
+    expect(modelOf(s)).toEqual(before);
+    expect(await dryPlan(manager, 'a')).toEqual(plan);
+
+    // The next append, plan and ack work on the rebuilt model, and a second release replays all three steps.
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(3).events, p.part(3).toOffset);
+    const next = await manager.compactNow('a', 0.9999, false);
+    expect(next.edits.length).toBeGreaterThan(0);
+    expect(manager.acknowledge(next.planId, true, undefined, undefined).headroom).toBe(s.model.headroom().headroom);
+    const again = modelOf(s);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    await manager.requireLoaded('a');
+    expect(rebuilt()).toEqual([2, 3]);
+    expect(modelOf(s)).toEqual(again);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+
+  it('replays a rebuild of the model from its own messages (budget reconfigured) at its place among the edits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-rebased-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, [30, 45]);
+    let t = 1_000_000;
+    const memory = { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 };
+    const { manager, lines } = setup({ now: () => t, memory });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(1).events, p.part(1).toOffset);
+    manager.reconfigure({ budgetTokens: 30_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, memory });
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(2).events, p.part(2).toOffset);
+    const before = modelOf(s);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    await manager.requireLoaded('a');
+    expect(modelOf(s)).toEqual(before);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+
+  it('keeps in memory an edited session whose plan the plan log lost; one whose stored plan cannot be replayed is rebuilt from its transcript alone, as a new model, and says so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-unreplayable-'));
+    dirs.push(dir);
+    const a = parts(dir, 'a', 6, []);
+    const b = parts(dir, 'b', 6, [], 'b');
+    let t = 1_000_000;
+    const { manager, lines, db } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const edited = async (q: typeof a, id: string) => {
+      const s = manager.ingest(q.file, id, 'openai-chat', q.part(0).events, q.part(0).toOffset);
+      const plan = await manager.compactNow(id, 0.9999, false);
+      manager.acknowledge(plan.planId, true, undefined, undefined);
+      return { s, plan };
+    };
+    const errors = () => lines.filter((l) => (l.level as number) >= 50).map((l) => l.msg);
+
+    // a's plan row is gone before the release: a is kept in memory, its edits with it (said once).
+    const ea = await edited(a, 'a');
+    const kept = modelOf(ea.s);
+    db.prepare('DELETE FROM plans WHERE plan_id = ?').run(ea.plan.planId);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(0);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(0);
+    expect(ea.s.released).toBeUndefined();
+    expect(modelOf(ea.s)).toEqual(kept);
+    expect(errors()).toEqual(['session kept in memory for good: its applied edits cannot be replayed from the plan log, and a rebuild from its transcript would lose them']);
+    manager.removeSession('a');
+
+    // b's plan row is damaged after its release: rebuilt from the transcript alone (the edits are lost, and the log says so).
+    const eb = await edited(b, 'b');
+    const generation = eb.s.life.generation;
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    db.prepare(`UPDATE plans SET plan = '{"planId":"x","edits":[]}' WHERE plan_id = ?`).run(eb.plan.planId);
+    await manager.requireLoaded('b');
+    const plain = setup().manager.ingest(b.file, 'b', 'openai-chat', b.part(0).events, b.part(0).toOffset);
+    expect(eb.s.model.messages()).toEqual(plain.model.messages());
+    expect(eb.s.life.generation).toBe(generation + 1);
+    expect(errors().at(-1)).toBe('released session rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
+    // Now a model of its transcript alone: released and rebuilt again, it is that model, with no error.
+    const n = errors().length;
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    await manager.requireLoaded('b');
+    expect(eb.s.model.messages()).toEqual(plain.model.messages());
+    expect(errors()).toHaveLength(n);
+  });
+
+  it('the memory budget releases an edited session that keeps reading (nothing pins it), and every rebuild has its edits: the models held stay within the budget', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-budget-edited-'));
+    dirs.push(dir);
+    const a = parts(dir, 'a', 12, [30, 40, 50, 60, 70]);
+    const b = parts(dir, 'b', 12, [], 'b');
+    // Room for either session whole, not for both.
+    // A window so large that no plan is made by itself: only the agent's, so nothing else pins a session.
+    const budgetTokens = 10_000_000;
+    const whole = (q: typeof a, id: string) => {
+      const m = setup({ budgetTokens }).manager;
+      for (let k = 0; k < q.count; k++) m.ingest(q.file, id, 'openai-chat', q.part(k).events, q.part(k).toOffset);
+      return m.heldTokens();
+    };
+    const budget = Math.max(whole(a, 'a'), whole(b, 'b')) + 10;
+    // Reference: never released (no budget), the same edits applied at the same places.
+    const ref = setup({ budgetTokens }).manager;
+    const ra = ref.ingest(a.file, 'a', 'openai-chat', a.part(0).events, a.part(0).toOffset);
+    let t = 1_000_000;
+    const { manager, lines } = setup({ budgetTokens, now: () => t, memory: { maxSessionTokens: budget, releaseAfterMs: 0, idleReleaseMs: 0 } });
+    const sa = manager.ingest(a.file, 'a', 'openai-chat', a.part(0).events, a.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    applyPlan(ra.model, plan);
+    expect(modelOf(sa)).toEqual(modelOf(ra));
+    t += 10;
+    const sb = manager.ingest(b.file, 'b', 'openai-chat', b.part(0).events, b.part(0).toOffset);
+    expect(sa.released, 'the edited session was kept in memory over the budget').toBeDefined();
+    expect(sb.released).toBeUndefined();
+    expect(manager.heldTokens()).toBeLessThanOrEqual(budget);
+    // a reads on (its agent unsubscribed and went on working): each append rebuilds it with its edit, and b goes.
+    for (let k = 1; k < a.count; k++) {
+      t += 10;
+      manager.ingest(a.file, 'a', 'openai-chat', a.part(k).events, a.part(k).toOffset);
+      ref.ingest(a.file, 'a', 'openai-chat', a.part(k).events, a.part(k).toOffset);
+      await manager.requireLoaded('a');
+      expect(modelOf(sa)).toEqual(modelOf(ra));
+      expect(sa.model.messages().filter((m) => m.isSummary).length).toBe(plan.edits.length);
+      expect(manager.heldTokens()).toBeLessThanOrEqual(budget);
+      t += 10;
+      await manager.requireLoaded('b');
+      expect(sa.released).toBeDefined();
+      expect(manager.heldTokens()).toBeLessThanOrEqual(budget);
+    }
+    expect(lines.filter((l) => l.msg === 'released session rebuilt from its transcript').length).toBeGreaterThan(a.count);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
   });
 });

@@ -80,6 +80,26 @@ describe('readTranscriptFile and readTranscriptPrefix', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('splits the events at line boundaries: each part is what a prefix read to that offset adds, whatever the chunking', async () => {
+    const p = join(dir, 'split.jsonl');
+    const lines = Array.from({ length: 9 }, (_, i) => `${JSON.stringify({ role: i % 2 ? 'assistant' : 'user', content: `line ${i} ${'x'.repeat(i * 7)}` })}\n`);
+    writeFileSync(p, lines.join(''));
+    const ends: number[] = [];
+    lines.reduce((n, l) => (ends.push(n + Buffer.byteLength(l)), n + Buffer.byteLength(l)), 0);
+    const end = ends[7] as number;
+    // two splits at one offset, one at the very end, one at the start of the file
+    const splitAt = [0, ends[1] as number, ends[4] as number, ends[4] as number, end];
+    for (const chunkBytes of [5, 64, 1 << 20]) {
+      const r = await readTranscriptFile(p, { format: 'openai-chat', endOffset: end, splitAt, chunkBytes });
+      expect(r.splits).toHaveLength(splitAt.length);
+      for (const [i, at] of splitAt.entries()) {
+        const upTo = at === 0 ? [] : (await readTranscriptPrefix(p, 'openai-chat', at, undefined)).events;
+        expect(r.events.slice(0, r.splits?.[i])).toEqual(upTo);
+      }
+      expect(r.events).toEqual((await readTranscriptPrefix(p, 'openai-chat', end, undefined)).events);
+    }
+  });
+
   it('parses a final line without newline, reports bytes, and names the session', async () => {
     const p = join(dir, 'abc-123.jsonl');
     writeFileSync(p, '{"role":"user","content":"one"}\n{"role":"assistant","content":"two"}');

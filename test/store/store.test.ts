@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Archive, HeadroomLog, MIGRATIONS, PlanLog, openDb, type Db } from '../../src/store/index.js';
+import Database from 'better-sqlite3';
+import { Archive, HeadroomLog, MIGRATIONS, PlanLog, migrate, openDb, type Db } from '../../src/store/index.js';
 import { ContextdError, ErrorCode } from '../../src/util/errors.js';
 
 const dirs: string[] = [];
@@ -72,6 +73,35 @@ describe('store', () => {
     plans.setStatus('p1', 'applied');
     expect(plans.get('p1')).toMatchObject({ status: 'applied', plan: { edits: [1, 2] } });
     expect(plans.list('s')).toHaveLength(1);
+  });
+
+  it('records which edits of a plan were applied, at which transcript offset, across a reopen', () => {
+    const { db, path } = tempDb();
+    const plans = new PlanLog(db);
+    plans.record({ planId: 'p1', sessionId: 's', createdAt: 1, status: 'proposed', headroomBefore: 0.1, headroomAfter: 0.3, plan: { edits: [] } });
+    expect(plans.appliedAt('p1')).toEqual({ status: 'proposed', editIds: undefined, offset: undefined });
+    expect(plans.setApplied('p1', 'partially-applied', 'kept e2', ['e1', 'e3'], 4096)).toBe(true);
+    expect(plans.setApplied('p-unknown', 'applied', undefined, [], 1)).toBe(false);
+    db.close();
+    const reopened = openDb(path);
+    dbs.push(reopened);
+    const again = new PlanLog(reopened);
+    expect(again.appliedAt('p1')).toEqual({ status: 'partially-applied', editIds: ['e1', 'e3'], offset: 4096 });
+    expect(again.get('p1')).toMatchObject({ status: 'partially-applied', statusReason: 'kept e2', appliedEditIds: ['e1', 'e3'], appliedOffset: 4096 });
+    expect(again.appliedAt('p-unknown')).toBeUndefined();
+  });
+
+  it('migrates plans stored before applied edits were recorded: their rows stay, with no edits or offset', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-store-'));
+    dirs.push(dir);
+    const path = join(dir, 'old.db');
+    const old = new Database(path);
+    migrate(old, MIGRATIONS.filter((m) => m.version <= 8));
+    old.prepare(`INSERT INTO plans (plan_id, session_id, created_at, status, headroom_before, headroom_after, plan) VALUES ('p0', 's', 1, 'applied', 0.1, 0.2, '{}')`).run();
+    old.close();
+    const db = openDb(path);
+    dbs.push(db);
+    expect(new PlanLog(db).appliedAt('p0')).toEqual({ status: 'applied', editIds: undefined, offset: undefined });
   });
 
   it('turns a full database into STORE_FULL and keeps earlier rows', () => {

@@ -1,0 +1,171 @@
+/**
+ * What a tailed session's model holds besides its transcript, and how it is rebuilt from both.
+ *
+ * A model is its transcript's lines applied in order, plus what happened to it between two batches
+ * of lines: the edits the agent applied (a plan's, all or some of them) and rebuilds from its own
+ * messages (the budget was reconfigured). Section ids count on through all of it (a summary takes
+ * the next id, lines after it the ones after), so the same model comes back only when the same
+ * steps are replayed between the same lines: the transcript up to the offset of the first step,
+ * that step, the lines up to the next, … and the rest. The steps are kept here in order, each with
+ * the transcript offset the model had been read to when it happened; an applied plan's body and
+ * chosen edits come from the plan log in SQLite (`plans`, where they were stored when the agent
+ * acknowledged it), never from memory: a plan kept in memory would keep its originals too.
+ *
+ * When a step cannot be replayed (its offset is not known, its plan's row is missing or does not
+ * match), the log says so (`unreplayable`): the session is then never released from memory.
+ */
+import { applyPlan, type Plan } from '../compact/index.js';
+import type { SessionModel } from '../model/index.js';
+import type { TranscriptEvent } from '../model/messages.js';
+import type { PlanLog } from '../store/index.js';
+
+/** One thing that happened to a tailed session's model that its transcript does not hold. */
+export type ModelStep =
+  /** The agent applied edits of this plan (which ones: the plan log) to the model read to `offset`. */
+  | { readonly kind: 'edits'; readonly planId: string; readonly offset: number }
+  /** The model read to `offset` was rebuilt from its own messages (`rebaseModel`). */
+  | { readonly kind: 'rebase'; readonly offset: number };
+
+/** A step ready to replay: an applied plan with its body and the edits chosen, read from the plan log. */
+export type ResolvedStep = { readonly kind: 'edits'; readonly offset: number; readonly plan: Plan; readonly editIds: readonly string[] } | { readonly kind: 'rebase'; readonly offset: number };
+
+/** The steps of one session's model since it was last built from its transcript alone. */
+export class ReplayLog {
+  private list: ModelStep[] = [];
+  private why: string | undefined;
+
+  /** The steps in the order they happened (offsets never decrease). */
+  get steps(): readonly ModelStep[] {
+    return this.list;
+  }
+
+  /** Why the model cannot be rebuilt from its transcript and these steps, or undefined when it can. */
+  get unreplayable(): string | undefined {
+    return this.why;
+  }
+
+  /** The agent applied edits of `planId` to the model read to `offset` (undefined: not known). */
+  applied(planId: string, offset: number | undefined): void {
+    this.push(offset === undefined ? undefined : { kind: 'edits', planId, offset }, `edits of plan ${planId} were applied at an unknown transcript offset`);
+  }
+
+  /** The model read to `offset` was rebuilt from its own messages (undefined: not known). */
+  rebased(offset: number | undefined): void {
+    this.push(offset === undefined ? undefined : { kind: 'rebase', offset }, 'the model was rebuilt from its messages at an unknown transcript offset');
+  }
+
+  /** The model can no longer be rebuilt from its transcript and steps (the first reason is kept). */
+  markUnreplayable(why: string): void {
+    this.why ??= why;
+  }
+
+  /** The model was built from its transcript alone (the transcript was rewritten): nothing to replay. */
+  clear(): void {
+    this.list = [];
+    this.why = undefined;
+  }
+
+  private push(step: ModelStep | undefined, why: string): void {
+    const last = this.list.at(-1);
+    if (!step) this.markUnreplayable(why);
+    else if (last && step.offset < last.offset) this.markUnreplayable(`a step at transcript offset ${step.offset} follows one at ${last.offset}`);
+    else this.list.push(step);
+  }
+}
+
+const APPLIED = new Set(['applied', 'partially-applied']);
+
+/**
+ * Why the plan log cannot replay `steps` (a plan's row missing, not applied, or stored with other
+ * edits or another offset than the step), or undefined when it can. Reads no plan body (cheap: it
+ * is asked before a session is released).
+ */
+export function checkSteps(steps: readonly ModelStep[], plans: PlanLog): string | undefined {
+  for (const step of steps) {
+    if (step.kind !== 'edits') continue;
+    const at = plans.appliedAt(step.planId);
+    if (!at) return `plan ${step.planId} is not in the plan log`;
+    if (!APPLIED.has(at.status)) return `plan ${step.planId} is ${at.status} in the plan log, not applied`;
+    if (at.editIds === undefined) return `the plan log holds no applied edits of plan ${step.planId}`;
+    if (at.offset !== step.offset) return `plan ${step.planId} was applied at transcript offset ${step.offset}, the plan log says ${String(at.offset)}`;
+  }
+  return undefined;
+}
+
+/** `steps` with their plans and chosen edits read from the plan log, or why they cannot be replayed. */
+export function resolveSteps(steps: readonly ModelStep[], plans: PlanLog): ResolvedStep[] | string {
+  const why = checkSteps(steps, plans);
+  if (why !== undefined) return why;
+  const out: ResolvedStep[] = [];
+  for (const step of steps) {
+    if (step.kind === 'rebase') {
+      out.push(step);
+      continue;
+    }
+    let stored;
+    try {
+      stored = plans.get(step.planId);
+    } catch (err) {
+      return `plan ${step.planId} cannot be read from the plan log: ${(err as Error).message}`;
+    }
+    const plan = stored?.plan as Plan | undefined;
+    const editIds = stored?.appliedEditIds;
+    if (!plan || !editIds || !isPlanBody(plan)) return `plan ${step.planId} in the plan log is not a plan`;
+    const known = new Set(plan.edits.map((e) => e.editId));
+    const missing = editIds.filter((id) => !known.has(id));
+    if (missing.length > 0) return `plan ${step.planId} in the plan log has no edits ${missing.join(', ')}`;
+    out.push({ kind: 'edits', offset: step.offset, plan, editIds });
+  }
+  return out;
+}
+
+/** Whether a parsed plan body has what applying its edits reads. */
+function isPlanBody(p: unknown): p is Plan {
+  const edits = (p as { edits?: unknown }).edits;
+  if (typeof (p as { planId?: unknown }).planId !== 'string' || !Array.isArray(edits)) return false;
+  return edits.every((e: Partial<Plan['edits'][number]> | null) => {
+    if (typeof e !== 'object' || e === null) return false;
+    const { editId, replaces, summary, handle, reason } = e;
+    return typeof editId === 'string' && typeof handle === 'string' && typeof reason === 'string' && Array.isArray(replaces) && replaces.every((id) => typeof id === 'string') && typeof summary?.content === 'string';
+  });
+}
+
+/** A model rebuilt from `model`'s own messages into `fresh` (how a reconfigured budget takes effect). */
+export function rebaseModel(model: SessionModel, fresh: SessionModel): SessionModel {
+  const h = model.headroom();
+  fresh.applyAll([
+    { type: 'meta', meta: model.meta() },
+    ...model.messages().map((message) => ({ type: 'message' as const, message })),
+    ...(h.reportedTokens !== undefined ? [{ type: 'usage' as const, contextTokens: h.reportedTokens }] : []),
+  ]);
+  return fresh;
+}
+
+/**
+ * Rebuild a model: `events` read from the transcript, split at the offset of each step
+ * (`splits[i]`: the index of the first event past `steps[i].offset`), with each step applied at its
+ * place. `fresh` makes an empty model (the first, and one per rebase). `pause` is asked before
+ * each step and each run of lines (an edit scores the whole model: a rebuild replaying many yields
+ * between them). Throws what applying an edit throws (PLAN_EXPIRED, USAGE) when the model is not
+ * the one the step was taken on.
+ */
+export async function replayModel(fresh: () => SessionModel, events: readonly TranscriptEvent[], splits: readonly number[], steps: readonly ResolvedStep[], pause: () => Promise<void> | undefined = () => undefined): Promise<SessionModel> {
+  let model = fresh();
+  let from = 0;
+  for (const [i, step] of steps.entries()) {
+    const to = splits[i] ?? events.length;
+    if (to > from) {
+      await pause();
+      model.applyAll(events.slice(from, to));
+    }
+    from = Math.max(from, to);
+    await pause();
+    if (step.kind === 'rebase') model = rebaseModel(model, fresh());
+    else applyPlan(model, step.plan, step.editIds);
+  }
+  if (from < events.length) {
+    await pause();
+    model.applyAll(events.slice(from));
+  }
+  return model;
+}
