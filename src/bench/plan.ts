@@ -8,6 +8,9 @@
  * derived-data cache that an earlier run filled, so term stats and fingerprints are read, not
  * analysed. `firstPlanMs` is the plan of a session never planned before (nothing stored: every
  * message analysed within the plan).
+ *
+ * Each figure also has a `…CpuMs` twin: the process CPU (user + system, `process.cpuUsage()`)
+ * spent within the plan, which the machine's other load does not inflate as it does wall time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,18 +45,30 @@ export async function benchPlan(options: PlanBenchOptions = {}): Promise<Record<
     return m;
   };
   const plan = (model: SessionModel, cache: SummaryCache): ReturnType<typeof planCompaction> => planCompaction(model, { mode: 'reserve', tokenCounter: counter, cache });
+  /** Run one plan, recording its wall time and its CPU time (ms). */
+  const timed = async (model: SessionModel, cache: SummaryCache, wall: number[] | undefined, cpu: number[] | undefined): ReturnType<typeof planCompaction> => {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const p = await plan(model, cache);
+    const t1 = performance.now();
+    const c = process.cpuUsage(c0);
+    wall?.push(t1 - t0);
+    cpu?.push((c.user + c.system) / 1000);
+    return p;
+  };
   try {
     const first: number[] = [];
+    const firstCpu: number[] = [];
     for (let i = 0; i < 6; i++) {
       const model = build();
-      const t0 = performance.now();
-      await plan(model, new SummaryCache());
-      if (i > 0) first.push(performance.now() - t0); // the first is the JIT warm-up
+      // The first is the JIT warm-up.
+      await timed(model, new SummaryCache(), i > 0 ? first : undefined, i > 0 ? firstCpu : undefined);
     }
     // The run before the restart: its plan stores every message's derived data.
     await plan(build(derived), new SummaryCache());
     derived.flush();
     const cold: number[] = [];
+    const coldCpu: number[] = [];
     let tokens = 0;
     let edits = 0;
     let model = build(derived);
@@ -61,20 +76,18 @@ export async function benchPlan(options: PlanBenchOptions = {}): Promise<Record<
     for (let i = 0; i < (options.coldRuns ?? 15); i++) {
       model = build(derived);
       cache = new SummaryCache();
-      const t0 = performance.now();
-      const p = await plan(model, cache);
-      cold.push(performance.now() - t0);
+      const p = await timed(model, cache, cold, coldCpu);
       tokens = p.tokensBefore;
       edits = p.edits.length;
     }
     const replan: number[] = [];
+    const replanCpu: number[] = [];
     for (let i = 0; i < (options.replanRuns ?? 40); i++) {
       model.apply({ type: 'message', message: { id: `appended-${i}`, role: 'assistant', text: `Running the pool tests again with the new timeout (${i}).` } });
-      const t0 = performance.now();
-      await plan(model, cache);
-      replan.push(performance.now() - t0);
+      await timed(model, cache, replan, replanCpu);
     }
-    return { scenario: 'plan', sessionTokens: tokens, edits, coldPlanMs: summarize(cold), replanMs: summarize(replan), firstPlanMs: summarize(first) };
+    return { scenario: 'plan', sessionTokens: tokens, edits, coldPlanMs: summarize(cold), replanMs: summarize(replan), firstPlanMs: summarize(first),
+      coldPlanCpuMs: summarize(coldCpu), replanCpuMs: summarize(replanCpu), firstPlanCpuMs: summarize(firstCpu) };
   } finally {
     derived.close();
     db.close();
