@@ -29,9 +29,16 @@ const FRAME_RES = [
   /^\s*#\d+\s+.*?\s+at\s+(\S+):\d+/, // gdb-style
 ];
 
+/**
+ * What every FRAME_RES pattern starts with: after leading white space, `a`t, `F`ile, `f`rom,
+ * `#` or a digit. A line that does not is no frame, and most lines of a text are not: one
+ * test instead of six.
+ */
+const FRAME_START = /^\s*[aFf#\d]/;
+
 /** True when the line is one stack frame. */
 export function isFrameLine(line: string): boolean {
-  return FRAME_RES.some((re) => re.test(line));
+  return FRAME_START.test(line) && FRAME_RES.some((re) => re.test(line));
 }
 
 /** The file a frame line points at ('' if unknown). */

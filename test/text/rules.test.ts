@@ -28,6 +28,20 @@ describe('text rules', () => {
     expect(isFrameLine('   3: core::panicking::panic_fmt')).toBe(true);
   });
 
+  it('reads a stack frame of each runtime, however indented', () => {
+    const frames = [
+      '    at Pool.acquire (/app/src/pool.ts:42:7)',
+      'at /app/src/index.js:3:1',
+      '  File "/app/main.py", line 12, in <module>',
+      '\tat com.acme.Pool.acquire(Pool.java:42)',
+      '   3: core::panicking::panic_fmt',
+      "\u00a0 from /app/lib/pool.rb:42:in `acquire'",
+      '#3  0x00005555 in main () at src/main.c:12',
+    ];
+    for (const f of frames) expect(isFrameLine(f), f).toBe(true);
+    for (const l of ['', 'Error: boom', '  something at /app/x.ts:1:1', 'From the top', ' # heading']) expect(isFrameLine(l), l).toBe(false);
+  });
+
   it('reads verdicts, assertions and exit statuses', () => {
     const out = ' ✓ a.test.ts (3 tests)\n Test Files  1 failed | 2 passed (3)\n      Tests  1 failed | 244 passed (245)\nAssertionError: expected \'\' to be \'??\'';
     expect(verdictLines(out)[0]).toBe('Tests 1 failed | 244 passed (245)');

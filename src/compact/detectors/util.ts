@@ -51,3 +51,58 @@ export function lineSet(text: string): Set<string> {
   }
   return out;
 }
+
+/** `\s` (and what `trim` strips): ECMAScript white space and line terminators. */
+function isSpace(c: number): boolean {
+  if (c > 32 && c < 0xa0) return false;
+  return c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+/** Scratch for `lineHashes` (grown as needed, never handed out). */
+let scratch = new Float64Array(256);
+
+/**
+ * The `hash52` of each line of `lineSet(text)`, sorted and distinct, read in one pass over the
+ * text without making a string per line: each line is hashed as it is normalized (trimmed,
+ * whitespace runs as one space). Same values as `hash52` of the `lineSet` strings (a test pins
+ * it); the line set of every tool output is taken on a cold plan.
+ */
+export function lineHashes(text: string): Float64Array {
+  let n = 0;
+  let i = 0;
+  const end = text.length;
+  while (i <= end) {
+    let a = 0x811c9dc5;
+    let b = 0x050c5d1f;
+    let started = false;
+    let gap = false;
+    for (; i < end; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10) break;
+      if (isSpace(c)) {
+        gap = started;
+        continue;
+      }
+      if (gap) {
+        a = Math.imul(a ^ 32, 0x01000193);
+        b = Math.imul(b ^ 32, 0x01000193);
+        gap = false;
+      }
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x01000193);
+      started = true;
+    }
+    i++; // past the line break (or the end)
+    if (!started) continue;
+    if (n === scratch.length) {
+      const grown = new Float64Array(n * 2);
+      grown.set(scratch);
+      scratch = grown;
+    }
+    scratch[n++] = (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
+  }
+  const out = scratch.slice(0, n).sort();
+  let k = 0;
+  for (let j = 0; j < n; j++) if (j === 0 || out[j] !== out[k - 1]) out[k++] = out[j] as number;
+  return k === n ? out : out.slice(0, k);
+}
