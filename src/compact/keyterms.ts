@@ -48,27 +48,72 @@ export function referenceMessagesRead(): number {
   return referenceReads;
 }
 
+/**
+ * Per-term references of a message list: each term has a slot (`slots`), and the slot's last
+ * referencing message and document frequency live in two typed arrays (-1: never referenced)
+ * — one map lookup per term occurrence instead of two, and no boxed numbers in maps.
+ */
 class TermRefs {
-  readonly lastRef: Map<string, number>;
-  readonly df: Map<string, number>;
+  readonly slots: Map<string, number>;
+  lastRef: Int32Array;
+  df: Uint32Array;
   messages: readonly Message[] = [];
   /** Reference indexes (plans) reading these maps: they must not grow under them. */
   readers = 0;
 
   constructor(from?: TermRefs) {
-    this.lastRef = new Map(from?.lastRef);
-    this.df = new Map(from?.df);
+    this.slots = new Map(from?.slots);
+    this.lastRef = from ? from.lastRef.slice() : new Int32Array(1024);
+    this.df = from ? from.df.slice() : new Uint32Array(1024);
     if (from) this.messages = from.messages;
+  }
+
+  /** The slot of `t`, made when new. */
+  private slotOf(t: string): number {
+    let slot = this.slots.get(t);
+    if (slot === undefined) {
+      slot = this.slots.size;
+      this.slots.set(t, slot);
+      if (slot === this.df.length) {
+        const lastRef = new Int32Array(slot * 2);
+        lastRef.set(this.lastRef);
+        this.lastRef = lastRef;
+        const df = new Uint32Array(slot * 2);
+        df.set(this.df);
+        this.df = df;
+      }
+      this.lastRef[slot] = -1;
+    }
+    return slot;
   }
 
   extend(messages: readonly Message[]): void {
     referenceReads += Math.max(0, messages.length - this.messages.length);
     for (let i = this.messages.length; i < messages.length; i++) {
       const m = messages[i] as Message;
-      for (const t of refTermsOf(m)) this.lastRef.set(t, i);
-      for (const t of dfTermsOf(m)) this.df.set(t, (this.df.get(t) ?? 0) + 1);
+      // the slot first: making one may replace the arrays
+      for (const t of refTermsOf(m)) {
+        const slot = this.slotOf(t);
+        this.lastRef[slot] = i;
+      }
+      for (const t of dfTermsOf(m)) {
+        const slot = this.slotOf(t);
+        this.df[slot] = (this.df[slot] as number) + 1;
+      }
     }
     this.messages = messages;
+  }
+
+  /** The last message index referencing `t` (-1: none). */
+  lastRefOf(t: string): number {
+    const slot = this.slots.get(t);
+    return slot === undefined ? -1 : (this.lastRef[slot] as number);
+  }
+
+  /** How many messages contain `t`. */
+  dfOf(t: string): number {
+    const slot = this.slots.get(t);
+    return slot === undefined ? 0 : (this.df[slot] as number);
   }
 }
 
@@ -83,8 +128,7 @@ function isPrefix(prefix: readonly Message[], list: readonly Message[]): boolean
 const refsByOwner = new WeakMap<object, TermRefs>();
 
 export class ReferenceIndex {
-  private readonly lastRef: ReadonlyMap<string, number>;
-  private readonly df: ReadonlyMap<string, number>;
+  private readonly terms: TermRefs;
   private readonly goalTerms: Set<string>;
   private readonly rareLimit: number;
   private refs: TermRefs | undefined;
@@ -95,8 +139,7 @@ export class ReferenceIndex {
       refs = new TermRefs();
       refs.extend(messages);
     }
-    this.lastRef = refs.lastRef;
-    this.df = refs.df;
+    this.terms = refs;
     this.goalTerms = contentTerms(goal);
     this.rareLimit = Math.max(4, Math.ceil(messages.length * 0.03));
   }
@@ -127,7 +170,7 @@ export class ReferenceIndex {
 
   /** True when `t` is specific enough to steer a summary (identifier-like or rare). */
   private specific(t: string): boolean {
-    return /[_.\d]/.test(t) || (this.df.get(t) ?? 0) <= this.rareLimit;
+    return /[_.\d]/.test(t) || this.terms.dfOf(t) <= this.rareLimit;
   }
 
   /** Terms of `text` (the messages ending at index `end`) that the goal or a later turn mentions. */
@@ -139,7 +182,7 @@ export class ReferenceIndex {
   keyTermsOf(terms: Iterable<string>, end: number): string[] {
     const out: string[] = [];
     for (const t of terms) {
-      const later = (this.lastRef.get(t) ?? -1) > end;
+      const later = this.terms.lastRefOf(t) > end;
       if ((later || this.goalTerms.has(t)) && this.specific(t)) out.push(t);
     }
     return out.sort();
