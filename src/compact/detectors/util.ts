@@ -54,7 +54,6 @@ export function lineSet(text: string): Set<string> {
 
 /** `\s` (and what `trim` strips): ECMAScript white space and line terminators. */
 function isSpace(c: number): boolean {
-  if (c > 32 && c < 0xa0) return false;
   return c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
 }
 
@@ -78,10 +77,12 @@ export function lineHashes(text: string): Float64Array {
     let gap = false;
     for (; i < end; i++) {
       const c = text.charCodeAt(i);
-      if (c === 10) break;
-      if (isSpace(c)) {
-        gap = started;
-        continue;
+      if (c <= 32 || c >= 0xa0) {
+        if (c === 10) break;
+        if (isSpace(c)) {
+          gap = started;
+          continue;
+        }
       }
       if (gap) {
         a = Math.imul(a ^ 32, 0x01000193);
