@@ -4,6 +4,7 @@
  * survival check) and harvest (error signatures).
  */
 import { uniq } from './prose.js';
+import { isSpaceCode } from './chars.js';
 
 const EXCEPTION_RE =
   /^\s*(?:Traceback \(most recent call last\)|(?:[A-Za-z_$][\w$.]*\.)?[A-Z][\w$]*(?:Error|Exception|Fault|Panic|Failure)\b(?::|\s*\(|$)|(?:Uncaught |Unhandled )?(?:Error|error|ERROR|fatal|FATAL|panic|FAIL(?:ED)?|E\s{2,}\S|npm ERR!|error\[E\d+\]|error TS\d+)[:!\s])/;
@@ -59,11 +60,28 @@ export function isProjectFrame(line: string): boolean {
   return !FOREIGN_FRAME_RE.test(file) && !FOREIGN_FRAME_RE.test(line);
 }
 
-/** Number of stack-frame lines in the text. */
+/**
+ * Number of stack-frame lines in the text (`isFrameLine` of each line). A line is cut out of
+ * the text only when it starts as a frame does (FRAME_START, read from the character codes):
+ * most lines are passed over without a string of their own.
+ */
 export function countFrames(text: string): number {
   let n = 0;
-  for (const line of text.split('\n')) if (isFrameLine(line)) n++;
+  let start = 0;
+  while (start <= text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    let i = start;
+    while (i < end && isSpaceCode(text.charCodeAt(i))) i++;
+    if (i < end && isFrameStart(text.charCodeAt(i)) && FRAME_RES.some((re) => re.test(text.slice(start, end)))) n++;
+    start = end + 1;
+  }
   return n;
+}
+
+/** `[aFf#\d]`: the first character of a frame line after its white space. */
+function isFrameStart(c: number): boolean {
+  return c === 97 || c === 70 || c === 102 || c === 35 || (c >= 48 && c <= 57);
 }
 
 const TRACE_HEADER = /Traceback \(most recent call last\)|^panic: |^Exception in thread |^\s*(?:Uncaught |Unhandled )?[A-Z]\w*(?:Error|Exception)(?: \[\w+\])?: |npm ERR!|^error(?:\[E\d+\])?: /m;

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import {
   assertionLines,
+  countFrames,
   exitStatusOf,
   extractConfigValues,
   extractPaths,
@@ -40,6 +42,20 @@ describe('text rules', () => {
     ];
     for (const f of frames) expect(isFrameLine(f), f).toBe(true);
     for (const l of ['', 'Error: boom', '  something at /app/x.ts:1:1', 'From the top', ' # heading']) expect(isFrameLine(l), l).toBe(false);
+  });
+
+  it('counts the frame lines of a text as isFrameLine of each line does', () => {
+    const line = fc.oneof(
+      fc.string({ maxLength: 20 }),
+      fc.constantFrom('    at Pool.acquire (/app/src/pool.ts:42:7)', '  File "/app/main.py", line 12, in <module>', '   3: core::panicking::panic_fmt', '\u3000 from /app/lib/pool.rb:42:in', '#3  0x1 in main () at src/main.c:12', '\tat x (a.js:1:2)\r', 'at', '', ' '),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), fc.boolean(), (lines, trailing) => {
+        const text = lines.join('\n') + (trailing ? '\n' : '');
+        expect(countFrames(text)).toBe(text.split('\n').filter(isFrameLine).length);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('reads verdicts, assertions and exit statuses', () => {

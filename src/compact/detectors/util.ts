@@ -2,6 +2,7 @@
 import type { Message, ToolCall } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import type { DetectorContext } from '../types.js';
+import { isSpaceCode } from '../../text/index.js';
 
 /** A section the planner may replace: not an anchor, not a pending call, not the system prompt. */
 export function isCompactable(s: Section): boolean {
@@ -24,7 +25,8 @@ export function textOf(msgs: readonly Message[]): string {
     if (m.text) parts.push(m.text);
     if (m.toolCalls) for (const c of m.toolCalls) parts.push(`${c.name} ${c.arguments}`);
   }
-  return parts.join('\n');
+  // one part (most messages): itself, not a copy
+  return parts.length === 1 ? (parts[0] as string) : parts.join('\n');
 }
 
 /** Cache messagesOf lookups for one detector run. */
@@ -52,11 +54,6 @@ export function lineSet(text: string): Set<string> {
   return out;
 }
 
-/** `\s` (and what `trim` strips): ECMAScript white space and line terminators. */
-function isSpace(c: number): boolean {
-  return c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
-}
-
 /** Scratch for `lineHashes` (grown as needed, never handed out). */
 let scratch = new Float64Array(256);
 
@@ -79,7 +76,7 @@ export function lineHashes(text: string): Float64Array {
       const c = text.charCodeAt(i);
       if (c <= 32 || c >= 0xa0) {
         if (c === 10) break;
-        if (isSpace(c)) {
+        if (isSpaceCode(c)) {
           gap = started;
           continue;
         }
