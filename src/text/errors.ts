@@ -73,15 +73,36 @@ export function countFrames(text: string): number {
     if (end < 0) end = text.length;
     let i = start;
     while (i < end && isSpaceCode(text.charCodeAt(i))) i++;
-    if (i < end && isFrameStart(text.charCodeAt(i)) && FRAME_RES.some((re) => re.test(text.slice(start, end)))) n++;
+    if (i < end && startsLikeFrame(text, i, end) && FRAME_RES.some((re) => re.test(text.slice(start, end)))) n++;
     start = end + 1;
   }
   return n;
 }
 
-/** `[aFf#\d]`: the first character of a frame line after its white space. */
-function isFrameStart(c: number): boolean {
-  return c === 97 || c === 70 || c === 102 || c === 35 || (c >= 48 && c <= 57);
+/**
+ * Whether `text[i, end)` (a line from its first non-white-space character) starts as some
+ * FRAME_RES pattern requires: `at` + white space, `File "`, `from` + white space, `#` + digit,
+ * or a digit.
+ */
+function startsLikeFrame(text: string, i: number, end: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c >= 48 && c <= 57) return true;
+  const spaceAt = (k: number): boolean => k < end && isSpaceCode(text.charCodeAt(k));
+  switch (c) {
+    case 97: // a
+      return text.startsWith('at', i) && spaceAt(i + 2);
+    case 70: // F
+      return text.startsWith('File "', i);
+    case 102: // f
+      return text.startsWith('from', i) && spaceAt(i + 4);
+    case 35: {
+      // #
+      const d = i + 1 < end ? text.charCodeAt(i + 1) : -1;
+      return d >= 48 && d <= 57;
+    }
+    default:
+      return false;
+  }
 }
 
 const TRACE_HEADER = /Traceback \(most recent call last\)|^panic: |^Exception in thread |^\s*(?:Uncaught |Unhandled )?[A-Z]\w*(?:Error|Exception)(?: \[\w+\])?: |npm ERR!|^error(?:\[E\d+\])?: /m;

@@ -47,7 +47,7 @@ describe('text rules', () => {
   it('counts the frame lines of a text as isFrameLine of each line does', () => {
     const line = fc.oneof(
       fc.string({ maxLength: 20 }),
-      fc.constantFrom('    at Pool.acquire (/app/src/pool.ts:42:7)', '  File "/app/main.py", line 12, in <module>', '   3: core::panicking::panic_fmt', '\u3000 from /app/lib/pool.rb:42:in', '#3  0x1 in main () at src/main.c:12', '\tat x (a.js:1:2)\r', 'at', '', ' '),
+      fc.constantFrom('    at Pool.acquire (/app/src/pool.ts:42:7)', '  File "/app/main.py", line 12, in <module>', '   3: core::panicking::panic_fmt', '\u3000 from /app/lib/pool.rb:42:in', '#3  0x1 in main () at src/main.c:12', '\tat x (a.js:1:2)\r', 'at', '', ' ', 'at\u00a0f (b.js:3:4)', 'atx (b.js:3:4)', 'from a.rb:1', 'fromage a.rb:1', 'File "x", line 3', 'File x', '#12 f at a.c:9', '#x', ' 7: a::b'),
     );
     fc.assert(
       fc.property(fc.array(line, { maxLength: 30 }), fc.boolean(), (lines, trailing) => {
