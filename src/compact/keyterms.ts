@@ -48,6 +48,29 @@ export function referenceMessagesRead(): number {
   return referenceReads;
 }
 
+/** Terms in at most this many of `count` messages are rare. */
+function rareLimitOf(count: number): number {
+  return Math.max(4, Math.ceil(count * 0.03));
+}
+
+/** Specific enough to steer a summary: identifier-like, or rare (in at most `limit` messages). */
+function isSpecific(t: string, df: number, limit: number): boolean {
+  return /[_.\d]/.test(t) || df <= limit;
+}
+
+/** An extend by at most this many messages logs the terms it changed. */
+const LOGGED_MESSAGES = 32;
+/** Epochs whose changed terms are kept. */
+const LOGGED_EPOCHS = 16;
+
+/** Key terms of a term set as worked out at `epoch`, with what else they depend on. */
+interface KeyTermEntry {
+  readonly epoch: number;
+  readonly rareLimit: number;
+  readonly goal: string;
+  readonly value: readonly string[];
+}
+
 /**
  * Per-term references of a message list: each term has a slot (`slots`), and the slot's last
  * referencing message and document frequency live in two typed arrays (-1: never referenced)
@@ -60,12 +83,36 @@ class TermRefs {
   messages: readonly Message[] = [];
   /** Reference indexes (plans) reading these maps: they must not grow under them. */
   readers = 0;
+  /** How many times `extend` read new messages. */
+  epoch = 0;
+  /**
+   * The terms whose last reference or frequency changed at each recent epoch (an extend by a
+   * few messages — a re-plan's); changes at `floor` and before are not known term by term.
+   */
+  private readonly changes: { readonly epoch: number; readonly terms: ReadonlySet<string> }[] = [];
+  private floor = 0;
+  /** Key terms already worked out, by term set and end (see `ReferenceIndex.keyTermsOf`). */
+  readonly keyTermMemo = new WeakMap<ReadonlySet<string>, Map<number, KeyTermEntry>>();
 
   constructor(from?: TermRefs) {
     this.slots = new Map(from?.slots);
     this.lastRef = from ? from.lastRef.slice() : new Int32Array(1024);
     this.df = from ? from.df.slice() : new Uint32Array(1024);
-    if (from) this.messages = from.messages;
+    if (from) {
+      this.messages = from.messages;
+      this.epoch = from.epoch;
+      this.floor = from.epoch;
+    }
+  }
+
+  /** Whether no term of `terms` changed since `epoch` (false when that is not known). */
+  unchangedSince(epoch: number, terms: ReadonlySet<string>): boolean {
+    if (epoch < this.floor) return false;
+    for (const c of this.changes) {
+      if (c.epoch <= epoch) continue;
+      for (const t of c.terms) if (terms.has(t)) return false;
+    }
+    return true;
   }
 
   /** The slot of `t`, made when new. */
@@ -88,20 +135,45 @@ class TermRefs {
   }
 
   extend(messages: readonly Message[]): void {
-    referenceReads += Math.max(0, messages.length - this.messages.length);
+    const added = messages.length - this.messages.length;
+    referenceReads += Math.max(0, added);
+    if (added <= 0) {
+      this.messages = messages;
+      return;
+    }
+    this.epoch++;
+    // A few messages (a re-plan's): the terms whose key status may have changed are kept, so
+    // the key terms of term sets without them stay: what these messages refer to (later for
+    // every older end) if it is specific now, and what became or stopped being specific.
+    const few = added <= LOGGED_MESSAGES;
+    const dfBefore = few ? new Map<string, number>() : undefined;
+    const referred = few ? new Set<string>() : undefined;
     for (let i = this.messages.length; i < messages.length; i++) {
       const m = messages[i] as Message;
       // the slot first: making one may replace the arrays
       for (const t of refTermsOf(m)) {
         const slot = this.slotOf(t);
         this.lastRef[slot] = i;
+        referred?.add(t);
       }
       for (const t of dfTermsOf(m)) {
         const slot = this.slotOf(t);
+        if (dfBefore && !dfBefore.has(t)) dfBefore.set(t, this.df[slot] as number);
         this.df[slot] = (this.df[slot] as number) + 1;
       }
     }
     this.messages = messages;
+    if (!dfBefore || !referred) {
+      this.changes.length = 0;
+      this.floor = this.epoch;
+      return;
+    }
+    const limit = rareLimitOf(messages.length);
+    const logged = new Set<string>();
+    for (const t of referred) if (isSpecific(t, this.dfOf(t), limit)) logged.add(t);
+    for (const [t, before] of dfBefore) if (isSpecific(t, before, limit) !== isSpecific(t, this.dfOf(t), limit)) logged.add(t);
+    this.changes.push({ epoch: this.epoch, terms: logged });
+    if (this.changes.length > LOGGED_EPOCHS) this.floor = (this.changes.shift() as { epoch: number }).epoch;
   }
 
   /** The last message index referencing `t` (-1: none). */
@@ -129,6 +201,7 @@ const refsByOwner = new WeakMap<object, TermRefs>();
 
 export class ReferenceIndex {
   private readonly terms: TermRefs;
+  private readonly goal: string;
   private readonly goalTerms: Set<string>;
   private readonly rareLimit: number;
   private refs: TermRefs | undefined;
@@ -140,8 +213,9 @@ export class ReferenceIndex {
       refs.extend(messages);
     }
     this.terms = refs;
+    this.goal = goal;
     this.goalTerms = contentTerms(goal);
-    this.rareLimit = Math.max(4, Math.ceil(messages.length * 0.03));
+    this.rareLimit = rareLimitOf(messages.length);
   }
 
   /**
@@ -170,12 +244,32 @@ export class ReferenceIndex {
 
   /** True when `t` is specific enough to steer a summary (identifier-like or rare). */
   private specific(t: string): boolean {
-    return /[_.\d]/.test(t) || this.terms.dfOf(t) <= this.rareLimit;
+    return isSpecific(t, this.terms.dfOf(t), this.rareLimit);
   }
 
   /** Terms of `text` (the messages ending at index `end`) that the goal or a later turn mentions. */
   keyTermsFor(text: string, end: number): string[] {
     return this.keyTermsOf(contentTerms(text), end);
+  }
+
+  /**
+   * `keyTermsOf` of a term set that is kept as it is (a memoized one, e.g. a section's),
+   * remembered with the references it was worked out from: a later plan whose new messages
+   * changed none of its terms (and with the same goal and rarity limit) gets it again without
+   * looking each term up. The array is shared: read-only.
+   */
+  keyTermsOfSet(terms: ReadonlySet<string>, end: number): readonly string[] {
+    const refs = this.terms;
+    let byEnd = refs.keyTermMemo.get(terms);
+    if (!byEnd) {
+      byEnd = new Map();
+      refs.keyTermMemo.set(terms, byEnd);
+    }
+    const hit = byEnd.get(end);
+    if (hit && hit.goal === this.goal && hit.rareLimit === this.rareLimit && refs.unchangedSince(hit.epoch, terms)) return hit.value;
+    const value = Object.freeze(this.keyTermsOf(terms, end));
+    byEnd.set(end, { epoch: refs.epoch, rareLimit: this.rareLimit, goal: this.goal, value });
+    return value;
   }
 
   /** `keyTermsFor` over terms already extracted (`contentTerms` of the text). */

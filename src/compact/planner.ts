@@ -582,7 +582,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     start: Math.min(...run.sections.map((s) => s.messageRange.start)),
     end: Math.max(...run.sections.map((s) => s.messageRange.end)),
   };
-  const keyTerms = b.refs.keyTermsOf(textTermsOf(messages), range.end);
+  const keyTerms = b.refs.keyTermsOfSet(textTermsOf(messages), range.end);
   const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens, handle };
   const cacheKey = summaryKey(b.summarizer.name, run, b.goal, handle, keyTerms, messages);
   const hit = b.cache?.built(cacheKey);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ReferenceIndex } from '../../src/compact/keyterms.js';
 import type { Message } from '../../src/model/messages.js';
+import { contentTerms } from '../../src/text/index.js';
 
 /** A word of letters only for `i` (no digit: whether it is rare then decides whether it is key). */
 function word(i: number): string {
@@ -61,5 +62,71 @@ describe('ReferenceIndex', () => {
     expect(keyTermsOfAll(held, first)).toEqual(expected);
     held.release();
     grown.release();
+  });
+
+  it('remembers key terms of a term set across plans exactly as long as none of its terms changed', () => {
+    // the session, with turns now and then naming what an earlier message said
+    const stream: Message[] = [];
+    for (const [i, m] of messages(700).entries()) {
+      stream.push(m);
+      if (i > 200 && i % 9 === 0) stream.push({ id: `r${i}`, role: 'user', text: `and ${word(i - 5 + 9000)}?` });
+    }
+    const owner = {};
+    // term sets as the planner holds them: one per message, kept as they are between plans
+    const sets = stream.map((m) => new Set(contentTerms(m.text)));
+    let goal = `fix ${word(7)}`;
+    const steps = [200, ...Array.from({ length: 40 }, (_, i) => 201 + i), 300, 301, 302, 450, ...Array.from({ length: 30 }, (_, i) => 451 + i), stream.length];
+    const seen = new Map<string, readonly string[]>();
+    let kept = 0;
+    let changed = 0;
+    for (const [k, n] of steps.entries()) {
+      if (k === 30) goal = `now ${word(123)} and ${word(9099)}`;
+      const list = stream.slice(0, n);
+      const grown = ReferenceIndex.of(owner, list, goal);
+      const scratch = new ReferenceIndex(list, goal);
+      for (let i = 0; i < n; i++) {
+        const got = grown.keyTermsOfSet(sets[i]!, i);
+        const want = scratch.keyTermsOf(sets[i]!, i);
+        expect(got).toEqual(want);
+        const before = seen.get(`${i}`);
+        if (before === got) kept++;
+        else if (before && JSON.stringify(before) !== JSON.stringify(want)) changed++;
+        seen.set(`${i}`, got);
+      }
+      grown.release();
+    }
+    // most were remembered; some changed (a later turn named them, the goal moved) and were worked out again
+    expect(kept).toBeGreaterThan(1000);
+    expect(changed).toBeGreaterThan(10);
+  });
+
+  it('works key terms out again after a jump of many messages (not logged term by term) or many plans', () => {
+    const base = messages(267);
+    const goal = `fix ${word(7)}`;
+    // message 251 (assistant) says word(9251); nothing later names it
+    const set = new Set(contentTerms(base[251]!.text));
+    const named = { id: 'named', role: 'user', text: `and ${word(9251)}?` } as Message;
+    const filler = (k: number): Message => ({ id: `f${k}`, role: 'tool', toolCallId: `x${k}`, text: 'ok' });
+    for (const jump of [[...Array.from({ length: 32 }, (_, k) => filler(k)), named], [named]]) {
+      const owner = {};
+      const first = ReferenceIndex.of(owner, base, goal);
+      const before = first.keyTermsOfSet(set, 251);
+      expect(before).not.toContain(word(9251));
+      first.release();
+      let list: Message[] = [...base, ...jump];
+      // the same rarity limit before and after: only the changed reference tells them apart
+      expect(Math.ceil(list.length * 0.03)).toBe(Math.ceil(base.length * 0.03));
+      if (jump.length === 1) {
+        // many plans of one message each (more than are logged), the naming one first
+        for (let k = 0; k < 20; k++) {
+          ReferenceIndex.of(owner, list, goal).release();
+          list = [...list, filler(100 + k)];
+        }
+      }
+      const after = ReferenceIndex.of(owner, list, goal);
+      expect(after.keyTermsOfSet(set, 251)).toEqual(new ReferenceIndex(list, goal).keyTermsOf(set, 251));
+      expect(after.keyTermsOfSet(set, 251)).toContain(word(9251));
+      after.release();
+    }
   });
 });
