@@ -116,7 +116,8 @@ export function decodeAnalysis(bytes: Uint8Array, owner: TextOwner): TextAnalysi
   // little-endian order on every platform Node runs on (x64, arm64); on a big-endian one no
   // row is trusted: the data is computed again, never misread.
   if (!LITTLE_ENDIAN || bytes.length < FIXED_WORDS * 4 || bytes.length % 4 !== 0) return undefined;
-  const u32 = new Uint32Array(bytes.slice().buffer);
+  // a copy of exactly these bytes (a Buffer's slice would be a view of its whole pool)
+  const u32 = new Uint32Array(new Uint8Array(bytes).buffer);
   const [version, sum0, length, total, unique, termCount] = Array.from(u32.subarray(0, 6));
   if (version === undefined || sum0 === undefined || length === undefined || total === undefined || unique === undefined || termCount === undefined) return undefined;
   if (version !== DERIVATION_VERSION || u32[6] !== owner.chars || u32[7] !== owner.check) return undefined;

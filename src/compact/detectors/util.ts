@@ -56,6 +56,8 @@ export function lineSet(text: string): Set<string> {
 
 /** Scratch for `lineHashes` (grown as needed, never handed out). */
 let scratch = new Float64Array(256);
+/** Lines of scratch kept between calls (512 KiB). */
+const MAX_KEPT_SCRATCH = 1 << 16;
 
 /**
  * The `hash52` of each line of `lineSet(text)`, sorted and distinct, read in one pass over the
@@ -100,6 +102,8 @@ export function lineHashes(text: string): Float64Array {
     scratch[n++] = (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
   }
   const out = scratch.slice(0, n).sort();
+  // an output of very many lines does not keep its scratch for good
+  if (scratch.length > MAX_KEPT_SCRATCH) scratch = new Float64Array(256);
   let k = 0;
   for (let j = 0; j < n; j++) if (j === 0 || out[j] !== out[k - 1]) out[k++] = out[j] as number;
   return k === n ? out : out.slice(0, k);
