@@ -142,35 +142,58 @@ class TermRefs {
       return;
     }
     this.epoch++;
-    // A few messages (a re-plan's): the terms whose key status may have changed are kept, so
-    // the key terms of term sets without them stay: what these messages refer to (later for
-    // every older end) if it is specific now, and what became or stopped being specific.
-    const few = added <= LOGGED_MESSAGES;
-    const dfBefore = few ? new Map<string, number>() : undefined;
-    const referred = few ? new Set<string>() : undefined;
-    for (let i = this.messages.length; i < messages.length; i++) {
+    const from = this.messages.length;
+    // A few messages (a re-plan's): the terms whose key status may have changed are logged
+    // (`logChanges`), so the key terms of term sets without them stay. Kept out of the loop
+    // below, which a cold plan runs over the whole session.
+    const dfBefore = added <= LOGGED_MESSAGES ? this.dfOfNew(messages, from) : undefined;
+    this.read(messages, from);
+    this.messages = messages;
+    if (!dfBefore) {
+      this.changes.length = 0;
+      this.floor = this.epoch;
+      return;
+    }
+    this.logChanges(messages, from, dfBefore);
+  }
+
+  /**
+   * Reads `messages[from…]` into the references. A function of its own, ending with its loop:
+   * V8 compiles the loop of a cold plan's long read on the stack (OSR) and enters that code
+   * again from a re-plan's short one, which must not then run into code it has no feedback for
+   * (a deoptimization on every re-plan).
+   */
+  private read(messages: readonly Message[], from: number): void {
+    for (let i = from; i < messages.length; i++) {
       const m = messages[i] as Message;
       // the slot first: making one may replace the arrays
       for (const t of refTermsOf(m)) {
         const slot = this.slotOf(t);
         this.lastRef[slot] = i;
-        referred?.add(t);
       }
       for (const t of dfTermsOf(m)) {
         const slot = this.slotOf(t);
-        if (dfBefore && !dfBefore.has(t)) dfBefore.set(t, this.df[slot] as number);
         this.df[slot] = (this.df[slot] as number) + 1;
       }
     }
-    this.messages = messages;
-    if (!dfBefore || !referred) {
-      this.changes.length = 0;
-      this.floor = this.epoch;
-      return;
-    }
+  }
+
+  /** The document frequency, before `messages[from…]` are read, of each term they contain. */
+  private dfOfNew(messages: readonly Message[], from: number): Map<string, number> {
+    const before = new Map<string, number>();
+    for (let i = from; i < messages.length; i++) for (const t of dfTermsOf(messages[i] as Message)) if (!before.has(t)) before.set(t, this.dfOf(t));
+    return before;
+  }
+
+  /**
+   * Logs the terms of `messages[from…]` (just read) whose key status may have changed: what
+   * they refer to (later for every older end) if it is specific now, and what became or
+   * stopped being specific.
+   */
+  private logChanges(messages: readonly Message[], from: number, dfBefore: ReadonlyMap<string, number>): void {
     const limit = rareLimitOf(messages.length);
     const logged = new Set<string>();
-    for (const t of referred) if (isSpecific(t, this.dfOf(t), limit)) logged.add(t);
+    for (let i = from; i < messages.length; i++) for (const t of refTermsOf(messages[i] as Message)) if (isSpecific(t, this.dfOf(t), limit)) logged.add(t);
     for (const [t, before] of dfBefore) if (isSpecific(t, before, limit) !== isSpecific(t, this.dfOf(t), limit)) logged.add(t);
     this.changes.push({ epoch: this.epoch, terms: logged });
     if (this.changes.length > LOGGED_EPOCHS) this.floor = (this.changes.shift() as { epoch: number }).epoch;

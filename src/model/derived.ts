@@ -80,9 +80,18 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 /** FNV-1a over bytes: catches a damaged row the structural checks would let through (a changed hash). */
 function checksum(bytes: Uint8Array, from: number): number {
-  let h = 0x811c9dc5;
+  return fnvInt32(bytes, from) >>> 0;
+}
+
+/**
+ * The FNV-1a state as an int32 (same bits). Nothing but int32 arithmetic after its loop: V8
+ * compiles the loop of a long row on the stack (OSR) and enters that code from later calls,
+ * which deoptimized on every call when a value past 2^31 came out of it.
+ */
+function fnvInt32(bytes: Uint8Array, from: number): number {
+  let h = 0x811c9dc5 | 0;
   for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
-  return h >>> 0;
+  return h;
 }
 
 /**

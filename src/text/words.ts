@@ -206,7 +206,7 @@ class SeenRanges {
 
   /** True the first time `text[from, to)` is met since `begin` (`text` is the same string throughout a call). */
   firstTime(text: string, from: number, to: number): boolean {
-    let h = 0x811c9dc5;
+    let h = 0x811c9dc5 | 0; // as an int32 (same bits)
     for (let i = from; i < to; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
     const mask = this.size - 1;
     for (let slot = h & mask; ; slot = (slot + 1) & mask) {

@@ -70,7 +70,7 @@ export function lineHashes(text: string): Float64Array {
   let i = 0;
   const end = text.length;
   while (i <= end) {
-    let a = 0x811c9dc5;
+    let a = 0x811c9dc5 | 0; // as an int32 (same bits): the loop stays on int32 arithmetic
     let b = 0x050c5d1f;
     let started = false;
     let gap = false;
