@@ -8,6 +8,11 @@
  * derived-data cache that an earlier run filled, so term stats and fingerprints are read, not
  * analysed. `firstPlanMs` is the plan of a session never planned before (nothing stored: every
  * message analysed within the plan).
+ *
+ * Each figure also has a `…CpuMs` twin: the process CPU (user + system, `process.cpuUsage()`)
+ * spent within the plan, which the machine's other load does not inflate as it does wall time;
+ * and `mainThreadCpuMsMean` the mean CPU of the main thread alone per plan (Linux), without
+ * V8's helper threads (parallel GC, compiler), which `process.cpuUsage()` counts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +24,7 @@ import { DerivedData, openDb } from '../store/index.js';
 import { SqliteDerivedDataCache } from '../daemon/derived-cache.js';
 import { silentLogger } from '../util/logger.js';
 import { generateSession } from './retention.js';
-import { summarize } from './harness.js';
+import { mainThreadCpuNs, round, summarize } from './harness.js';
 
 export interface PlanBenchOptions {
   /** Cold plans measured (each on a freshly built model). */
@@ -42,18 +47,36 @@ export async function benchPlan(options: PlanBenchOptions = {}): Promise<Record<
     return m;
   };
   const plan = (model: SessionModel, cache: SummaryCache): ReturnType<typeof planCompaction> => planCompaction(model, { mode: 'reserve', tokenCounter: counter, cache });
+  /** Run one plan, recording its wall time and its CPU time (ms). */
+  const timed = async (model: SessionModel, cache: SummaryCache, wall: number[] | undefined, cpu: number[] | undefined, main?: number[]): ReturnType<typeof planCompaction> => {
+    const m0 = mainThreadCpuNs();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const p = await plan(model, cache);
+    const t1 = performance.now();
+    const c = process.cpuUsage(c0);
+    const m1 = mainThreadCpuNs();
+    wall?.push(t1 - t0);
+    cpu?.push((c.user + c.system) / 1000);
+    if (m0 !== undefined && m1 !== undefined) main?.push((m1 - m0) / 1e6);
+    return p;
+  };
+  const mean = (xs: readonly number[]): number | undefined => (xs.length > 0 ? round(xs.reduce((a, b) => a + b, 0) / xs.length) : undefined);
   try {
     const first: number[] = [];
+    const firstCpu: number[] = [];
+    const firstMain: number[] = [];
     for (let i = 0; i < 6; i++) {
       const model = build();
-      const t0 = performance.now();
-      await plan(model, new SummaryCache());
-      if (i > 0) first.push(performance.now() - t0); // the first is the JIT warm-up
+      // The first is the JIT warm-up.
+      await timed(model, new SummaryCache(), i > 0 ? first : undefined, i > 0 ? firstCpu : undefined, i > 0 ? firstMain : undefined);
     }
     // The run before the restart: its plan stores every message's derived data.
     await plan(build(derived), new SummaryCache());
     derived.flush();
     const cold: number[] = [];
+    const coldCpu: number[] = [];
+    const coldMain: number[] = [];
     let tokens = 0;
     let edits = 0;
     let model = build(derived);
@@ -61,20 +84,20 @@ export async function benchPlan(options: PlanBenchOptions = {}): Promise<Record<
     for (let i = 0; i < (options.coldRuns ?? 15); i++) {
       model = build(derived);
       cache = new SummaryCache();
-      const t0 = performance.now();
-      const p = await plan(model, cache);
-      cold.push(performance.now() - t0);
+      const p = await timed(model, cache, cold, coldCpu, coldMain);
       tokens = p.tokensBefore;
       edits = p.edits.length;
     }
     const replan: number[] = [];
+    const replanCpu: number[] = [];
+    const replanMain: number[] = [];
     for (let i = 0; i < (options.replanRuns ?? 40); i++) {
       model.apply({ type: 'message', message: { id: `appended-${i}`, role: 'assistant', text: `Running the pool tests again with the new timeout (${i}).` } });
-      const t0 = performance.now();
-      await plan(model, cache);
-      replan.push(performance.now() - t0);
+      await timed(model, cache, replan, replanCpu, replanMain);
     }
-    return { scenario: 'plan', sessionTokens: tokens, edits, coldPlanMs: summarize(cold), replanMs: summarize(replan), firstPlanMs: summarize(first) };
+    return { scenario: 'plan', sessionTokens: tokens, edits, coldPlanMs: summarize(cold), replanMs: summarize(replan), firstPlanMs: summarize(first),
+      coldPlanCpuMs: summarize(coldCpu), replanCpuMs: summarize(replanCpu), firstPlanCpuMs: summarize(firstCpu),
+      mainThreadCpuMsMean: { coldPlan: mean(coldMain), replan: mean(replanMain), firstPlan: mean(firstMain) } };
   } finally {
     derived.close();
     db.close();

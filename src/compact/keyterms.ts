@@ -48,27 +48,167 @@ export function referenceMessagesRead(): number {
   return referenceReads;
 }
 
+/** Terms in at most this many of `count` messages are rare. */
+function rareLimitOf(count: number): number {
+  return Math.max(4, Math.ceil(count * 0.03));
+}
+
+/** Specific enough to steer a summary: identifier-like, or rare (in at most `limit` messages). */
+function isSpecific(t: string, df: number, limit: number): boolean {
+  return /[_.\d]/.test(t) || df <= limit;
+}
+
+/** An extend by at most this many messages logs the terms it changed. */
+const LOGGED_MESSAGES = 32;
+/** Epochs whose changed terms are kept. */
+const LOGGED_EPOCHS = 16;
+
+/** Key terms of a term set as worked out at `epoch`, with what else they depend on. */
+interface KeyTermEntry {
+  readonly epoch: number;
+  readonly rareLimit: number;
+  readonly goal: string;
+  readonly value: readonly string[];
+}
+
+/**
+ * Per-term references of a message list: each term has a slot (`slots`), and the slot's last
+ * referencing message and document frequency live in two typed arrays (-1: never referenced)
+ * — one map lookup per term occurrence instead of two, and no boxed numbers in maps.
+ */
 class TermRefs {
-  readonly lastRef: Map<string, number>;
-  readonly df: Map<string, number>;
+  readonly slots: Map<string, number>;
+  lastRef: Int32Array;
+  df: Uint32Array;
   messages: readonly Message[] = [];
   /** Reference indexes (plans) reading these maps: they must not grow under them. */
   readers = 0;
+  /** How many times `extend` read new messages. */
+  epoch = 0;
+  /**
+   * The terms whose last reference or frequency changed at each recent epoch (an extend by a
+   * few messages — a re-plan's); changes at `floor` and before are not known term by term.
+   */
+  private readonly changes: { readonly epoch: number; readonly terms: ReadonlySet<string> }[] = [];
+  private floor = 0;
+  /** Key terms already worked out, by term set and end (see `ReferenceIndex.keyTermsOf`). */
+  readonly keyTermMemo = new WeakMap<ReadonlySet<string>, Map<number, KeyTermEntry>>();
 
   constructor(from?: TermRefs) {
-    this.lastRef = new Map(from?.lastRef);
-    this.df = new Map(from?.df);
-    if (from) this.messages = from.messages;
+    this.slots = new Map(from?.slots);
+    this.lastRef = from ? from.lastRef.slice() : new Int32Array(1024);
+    this.df = from ? from.df.slice() : new Uint32Array(1024);
+    if (from) {
+      this.messages = from.messages;
+      this.epoch = from.epoch;
+      this.floor = from.epoch;
+    }
+  }
+
+  /** Whether no term of `terms` changed since `epoch` (false when that is not known). */
+  unchangedSince(epoch: number, terms: ReadonlySet<string>): boolean {
+    if (epoch < this.floor) return false;
+    for (const c of this.changes) {
+      if (c.epoch <= epoch) continue;
+      for (const t of c.terms) if (terms.has(t)) return false;
+    }
+    return true;
+  }
+
+  /** The slot of `t`, made when new. */
+  private slotOf(t: string): number {
+    let slot = this.slots.get(t);
+    if (slot === undefined) {
+      slot = this.slots.size;
+      this.slots.set(t, slot);
+      if (slot === this.df.length) {
+        const lastRef = new Int32Array(slot * 2);
+        lastRef.set(this.lastRef);
+        this.lastRef = lastRef;
+        const df = new Uint32Array(slot * 2);
+        df.set(this.df);
+        this.df = df;
+      }
+      this.lastRef[slot] = -1;
+    }
+    return slot;
   }
 
   extend(messages: readonly Message[]): void {
-    referenceReads += Math.max(0, messages.length - this.messages.length);
-    for (let i = this.messages.length; i < messages.length; i++) {
-      const m = messages[i] as Message;
-      for (const t of refTermsOf(m)) this.lastRef.set(t, i);
-      for (const t of dfTermsOf(m)) this.df.set(t, (this.df.get(t) ?? 0) + 1);
+    const added = messages.length - this.messages.length;
+    referenceReads += Math.max(0, added);
+    if (added <= 0) {
+      this.messages = messages;
+      return;
     }
+    this.epoch++;
+    const from = this.messages.length;
+    // A few messages (a re-plan's): the terms whose key status may have changed are logged
+    // (`logChanges`), so the key terms of term sets without them stay. Kept out of the loop
+    // below, which a cold plan runs over the whole session.
+    const dfBefore = added <= LOGGED_MESSAGES ? this.dfOfNew(messages, from) : undefined;
+    this.read(messages, from);
     this.messages = messages;
+    if (!dfBefore) {
+      this.changes.length = 0;
+      this.floor = this.epoch;
+      return;
+    }
+    this.logChanges(messages, from, dfBefore);
+  }
+
+  /**
+   * Reads `messages[from…]` into the references. A function of its own, ending with its loop:
+   * V8 compiles the loop of a cold plan's long read on the stack (OSR) and enters that code
+   * again from a re-plan's short one, which must not then run into code it has no feedback for
+   * (a deoptimization on every re-plan).
+   */
+  private read(messages: readonly Message[], from: number): void {
+    for (let i = from; i < messages.length; i++) {
+      const m = messages[i] as Message;
+      // the slot first: making one may replace the arrays
+      for (const t of refTermsOf(m)) {
+        const slot = this.slotOf(t);
+        this.lastRef[slot] = i;
+      }
+      for (const t of dfTermsOf(m)) {
+        const slot = this.slotOf(t);
+        this.df[slot] = (this.df[slot] as number) + 1;
+      }
+    }
+  }
+
+  /** The document frequency, before `messages[from…]` are read, of each term they contain. */
+  private dfOfNew(messages: readonly Message[], from: number): Map<string, number> {
+    const before = new Map<string, number>();
+    for (let i = from; i < messages.length; i++) for (const t of dfTermsOf(messages[i] as Message)) if (!before.has(t)) before.set(t, this.dfOf(t));
+    return before;
+  }
+
+  /**
+   * Logs the terms of `messages[from…]` (just read) whose key status may have changed: what
+   * they refer to (later for every older end) if it is specific now, and what became or
+   * stopped being specific.
+   */
+  private logChanges(messages: readonly Message[], from: number, dfBefore: ReadonlyMap<string, number>): void {
+    const limit = rareLimitOf(messages.length);
+    const logged = new Set<string>();
+    for (let i = from; i < messages.length; i++) for (const t of refTermsOf(messages[i] as Message)) if (isSpecific(t, this.dfOf(t), limit)) logged.add(t);
+    for (const [t, before] of dfBefore) if (isSpecific(t, before, limit) !== isSpecific(t, this.dfOf(t), limit)) logged.add(t);
+    this.changes.push({ epoch: this.epoch, terms: logged });
+    if (this.changes.length > LOGGED_EPOCHS) this.floor = (this.changes.shift() as { epoch: number }).epoch;
+  }
+
+  /** The last message index referencing `t` (-1: none). */
+  lastRefOf(t: string): number {
+    const slot = this.slots.get(t);
+    return slot === undefined ? -1 : (this.lastRef[slot] as number);
+  }
+
+  /** How many messages contain `t`. */
+  dfOf(t: string): number {
+    const slot = this.slots.get(t);
+    return slot === undefined ? 0 : (this.df[slot] as number);
   }
 }
 
@@ -83,8 +223,8 @@ function isPrefix(prefix: readonly Message[], list: readonly Message[]): boolean
 const refsByOwner = new WeakMap<object, TermRefs>();
 
 export class ReferenceIndex {
-  private readonly lastRef: ReadonlyMap<string, number>;
-  private readonly df: ReadonlyMap<string, number>;
+  private readonly terms: TermRefs;
+  private readonly goal: string;
   private readonly goalTerms: Set<string>;
   private readonly rareLimit: number;
   private refs: TermRefs | undefined;
@@ -95,10 +235,10 @@ export class ReferenceIndex {
       refs = new TermRefs();
       refs.extend(messages);
     }
-    this.lastRef = refs.lastRef;
-    this.df = refs.df;
+    this.terms = refs;
+    this.goal = goal;
     this.goalTerms = contentTerms(goal);
-    this.rareLimit = Math.max(4, Math.ceil(messages.length * 0.03));
+    this.rareLimit = rareLimitOf(messages.length);
   }
 
   /**
@@ -127,7 +267,7 @@ export class ReferenceIndex {
 
   /** True when `t` is specific enough to steer a summary (identifier-like or rare). */
   private specific(t: string): boolean {
-    return /[_.\d]/.test(t) || (this.df.get(t) ?? 0) <= this.rareLimit;
+    return isSpecific(t, this.terms.dfOf(t), this.rareLimit);
   }
 
   /** Terms of `text` (the messages ending at index `end`) that the goal or a later turn mentions. */
@@ -135,11 +275,31 @@ export class ReferenceIndex {
     return this.keyTermsOf(contentTerms(text), end);
   }
 
+  /**
+   * `keyTermsOf` of a term set that is kept as it is (a memoized one, e.g. a section's),
+   * remembered with the references it was worked out from: a later plan whose new messages
+   * changed none of its terms (and with the same goal and rarity limit) gets it again without
+   * looking each term up. The array is shared: read-only.
+   */
+  keyTermsOfSet(terms: ReadonlySet<string>, end: number): readonly string[] {
+    const refs = this.terms;
+    let byEnd = refs.keyTermMemo.get(terms);
+    if (!byEnd) {
+      byEnd = new Map();
+      refs.keyTermMemo.set(terms, byEnd);
+    }
+    const hit = byEnd.get(end);
+    if (hit && hit.goal === this.goal && hit.rareLimit === this.rareLimit && refs.unchangedSince(hit.epoch, terms)) return hit.value;
+    const value = Object.freeze(this.keyTermsOf(terms, end));
+    byEnd.set(end, { epoch: refs.epoch, rareLimit: this.rareLimit, goal: this.goal, value });
+    return value;
+  }
+
   /** `keyTermsFor` over terms already extracted (`contentTerms` of the text). */
   keyTermsOf(terms: Iterable<string>, end: number): string[] {
     const out: string[] = [];
     for (const t of terms) {
-      const later = (this.lastRef.get(t) ?? -1) > end;
+      const later = this.terms.lastRefOf(t) > end;
       if ((later || this.goalTerms.has(t)) && this.specific(t)) out.push(t);
     }
     return out.sort();

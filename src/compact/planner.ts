@@ -381,6 +381,8 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   // is still over-saved gives back whole edits.
   records = await spendSlack(model, records, tokensBefore - target, b);
   records = giveBack(records, tokensBefore - target, units);
+  // only the plan's own edits name their originals (not those of rounds given up)
+  for (const r of records) summarizedOriginals.set(r.edit, r.originals);
   const edits = records.map((r) => r.edit);
   const survival: SurvivalReport = {
     checked: records.reduce((n, r) => n + r.checked, 0),
@@ -469,6 +471,8 @@ interface EditRecord {
   readonly run: SelectedRun;
   readonly checked: number;
   readonly missing: readonly string[];
+  /** The messages it summarized, by section (`summarizedOriginals` of the plan's edits). */
+  readonly originals: ReadonlyMap<string, readonly Message[]>;
 }
 
 function savedBy(records: readonly EditRecord[]): number {
@@ -576,13 +580,14 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
   const bySection = new Map(run.sections.map((s) => [s.id, [...model.messagesOf(s.id)]] as const));
   if ([...bySection.values()].some((ms) => ms.length === 0)) throw planExpired(b.sessionId, 'a section it replaces left the context');
   const messages: Message[] = [...bySection.values()].flat();
-  const handle = handleFor(b.sessionId, messages);
+  // the same messages get the same handle on every re-plan: hashed once
+  const handle = memoList(messages, `handle\u0000${b.sessionId}`, (ms) => handleFor(b.sessionId, ms));
   const editId = `${b.idPrefix}${fnv1a64(`edit\u0000${b.sessionId}\u0000${ids.join(',')}`)}`;
   const range = {
     start: Math.min(...run.sections.map((s) => s.messageRange.start)),
     end: Math.max(...run.sections.map((s) => s.messageRange.end)),
   };
-  const keyTerms = b.refs.keyTermsOf(textTermsOf(messages), range.end);
+  const keyTerms = b.refs.keyTermsOfSet(textTermsOf(messages), range.end);
   const input = { reason: run.reason, sections: run.sections, messages, goal: b.goal, detail: run.detail, keyTerms, maxTokens: run.summaryTokens, handle };
   const cacheKey = summaryKey(b.summarizer.name, run, b.goal, handle, keyTerms, messages);
   const hit = b.cache?.built(cacheKey);
@@ -620,8 +625,7 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     scores,
     handle,
   };
-  summarizedOriginals.set(edit, bySection);
-  return { edit, run, checked: check.checked, missing: check.missing };
+  return { edit, run, checked: check.checked, missing: check.missing, originals: bySection };
 }
 
 /**

@@ -13,6 +13,7 @@ import type { Message } from '../model/messages.js';
 import { clip, extractConfigValues, extractConstraints, extractErrorLines, extractPaths, normalizeSpace, contentTerms, stripDanglingRefs, uniq } from '../text/index.js';
 import { toolOutcome } from './outcome.js';
 import { memoMessage } from './memo.js';
+import { messageTerms } from './keyterms.js';
 import { toolAction } from '../model/toolargs.js';
 
 export const MAX_FACTS_PER_KIND = 12;
@@ -42,6 +43,15 @@ interface MessageFacts {
   readonly verdict: string | undefined;
 }
 
+/**
+ * `contentTerms(text)` of a message's body (or its head): the reference index's `messageTerms`
+ * when that is the same text — a message of text alone, read whole — so it is not scanned twice.
+ */
+function termsOf(m: Message, text: string): ReadonlySet<string> {
+  const textAlone = !m.reasoning && !m.toolCalls?.length && text === (m.text ?? '');
+  return textAlone ? messageTerms(m) : contentTerms(text);
+}
+
 function messageFacts(m: Message): MessageFacts {
   return memoMessage(m, 'key-facts', (): MessageFacts => {
     const paths: string[] = [];
@@ -63,7 +73,7 @@ function messageFacts(m: Message): MessageFacts {
         constraints: extractConstraints(body).map((c) => clip(c, 240)),
         values: extractConfigValues(body).map((v) => clip(v.text, 140)),
         toolValues: [],
-        terms: contentTerms(body),
+        terms: termsOf(m, body),
         error,
         verdict,
       };
@@ -75,7 +85,7 @@ function messageFacts(m: Message): MessageFacts {
       constraints: [],
       values: [],
       toolValues: extractConfigValues(head).map((v) => ({ key: v.key.toLowerCase(), text: clip(v.text, 140) })),
-      terms: contentTerms(head),
+      terms: termsOf(m, head),
       error,
       verdict,
     };

@@ -332,13 +332,17 @@ export class LiveContext {
         const features = rec.features as DensityFeatures;
         setBest(rec, undefined, 0);
         const from = firstNewer(members, rec.seq);
-        const consider = (newer: SectionRec): void => {
-          if (!newer.features) return;
+        if (shared) {
+          const { at, sim } = shared.bestFrom(from, features);
+          if (at >= 0) setBest(rec, members[at], sim);
+          continue;
+        }
+        for (let i = from; i < members.length; i++) {
+          const newer = members[i] as SectionRec;
+          if (!newer.features) continue;
           const sim = similarity(features, newer.features);
           if (sim > rec.maxNewer) setBest(rec, newer, sim);
-        };
-        if (shared) for (const i of shared.sharingFrom(from, features)) consider(members[i] as SectionRec);
-        else for (let i = from; i < members.length; i++) consider(members[i] as SectionRec);
+        }
       }
     }
     this.densityStale.clear();

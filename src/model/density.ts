@@ -103,21 +103,42 @@ export function similarity(a: DensityFeatures, b: DensityFeatures): number {
   return s < SIMILARITY_NOISE ? 0 : s;
 }
 
+/** Bits set in a 32-bit integer. */
+function popcount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  x = (x + (x >>> 4)) & 0x0f0f0f0f;
+  return Math.imul(x, 0x01010101) >>> 24;
+}
+
 /**
- * Which fingerprints of a list share a bin value: only such pairs can have a similarity
- * above 0 (no equal bin → 0), so a section's best newer match is found among them instead
- * of the whole group — after a restart every section of a group looks for its best match.
+ * An index of a list of fingerprints by bin value, to find a fingerprint's most similar later
+ * one without comparing it with every later one: only fingerprints sharing a bin value can
+ * have a similarity above 0, and the number of bins they share is exactly `similarity`'s
+ * `same`. So the shared bins are counted from the index, and `used` (bins not empty in both)
+ * comes from each fingerprint's mask of non-empty bins — the same integers, hence the same
+ * float, as `similarity` computes bin by bin. After a restart every section of a group looks
+ * for its best match; this makes that pass proportional to the shared bins, not to the pairs.
  */
 export class SharedBins {
   /** Per bin: value → positions holding it, ascending (values are small integers). */
   private readonly bins: Map<number, number[]>[] = Array.from({ length: MINHASH_SLOTS }, () => new Map<number, number[]>());
-  private readonly mark: Uint32Array;
-  private stamp = 0;
+  /** Non-empty bins of each position: bins 0–31 and 32–63. */
+  private readonly maskLo: Int32Array;
+  private readonly maskHi: Int32Array;
+  /** Shared bins per position of the current query, and the positions it touched. */
+  private readonly counts: Uint8Array;
+  private readonly touched: Int32Array;
 
   constructor(list: readonly (DensityFeatures | undefined)[]) {
-    this.mark = new Uint32Array(list.length);
+    this.maskLo = new Int32Array(list.length);
+    this.maskHi = new Int32Array(list.length);
+    this.counts = new Uint8Array(list.length);
+    this.touched = new Int32Array(list.length);
     list.forEach((f, i) => {
       if (!f || f.empty) return;
+      this.maskLo[i] = maskOf(f, 0);
+      this.maskHi[i] = maskOf(f, 32);
       for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
         const v = f.signature[bin] as number;
         if (v === EMPTY_BIN) continue;
@@ -129,27 +150,53 @@ export class SharedBins {
     });
   }
 
-  /** Positions ≥ `from` whose fingerprint shares a bin value with `f`, ascending. */
-  sharingFrom(from: number, f: DensityFeatures): number[] {
-    const out: number[] = [];
-    if (f.empty) return out;
-    const stamp = ++this.stamp;
+  /**
+   * The position ≥ `from` whose fingerprint is most similar to `f` (the first of equals) and
+   * that similarity — what comparing `f` with each of them in order, keeping a strictly higher
+   * `similarity`, finds; `{ at: -1, sim: 0 }` when none is above 0.
+   */
+  bestFrom(from: number, f: DensityFeatures): { readonly at: number; readonly sim: number } {
+    let at = -1;
+    let best = 0;
+    if (f.empty) return { at, sim: best };
+    const counts = this.counts;
+    const touched = this.touched;
+    let n = 0;
     for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
       const v = f.signature[bin] as number;
       if (v === EMPTY_BIN) continue;
-      const at = (this.bins[bin] as Map<number, number[]>).get(v);
-      if (!at) continue;
-      for (let k = at.length - 1; k >= 0; k--) {
-        const i = at[k] as number;
+      const list = (this.bins[bin] as Map<number, number[]>).get(v);
+      if (!list) continue;
+      for (let k = list.length - 1; k >= 0; k--) {
+        const i = list[k] as number;
         if (i < from) break;
-        if (this.mark[i] !== stamp) {
-          this.mark[i] = stamp;
-          out.push(i);
-        }
+        if (counts[i] === 0) touched[n++] = i;
+        counts[i] = (counts[i] as number) + 1;
       }
     }
-    return out.sort((a, b) => a - b);
+    const lo = maskOf(f, 0);
+    const hi = maskOf(f, 32);
+    for (let k = 0; k < n; k++) {
+      const i = touched[k] as number;
+      const same = counts[i] as number;
+      counts[i] = 0;
+      const used = popcount32(lo | (this.maskLo[i] as number)) + popcount32(hi | (this.maskHi[i] as number));
+      const s = same / used;
+      const sim = s < SIMILARITY_NOISE ? 0 : s;
+      if (sim > best || (sim === best && sim > 0 && i < at)) {
+        best = sim;
+        at = i;
+      }
+    }
+    return { at, sim: best };
   }
+}
+
+/** Bits of the non-empty bins `offset`…`offset + 31` of a fingerprint. */
+function maskOf(f: DensityFeatures, offset: number): number {
+  let m = 0;
+  for (let b = 0; b < 32; b++) if (f.signature[offset + b] !== EMPTY_BIN) m |= 1 << b;
+  return m;
 }
 
 /** 1 for varied text, lower for text that repeats the same shingles. */

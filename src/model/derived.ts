@@ -74,13 +74,24 @@ const HEADER_WORDS = 8;
 const HASH_LIMIT = 2 ** 52;
 const FIXED_WORDS = HEADER_WORDS + MINHASH_SLOTS;
 const EMPTY_BIN = 0xffffffff;
+/** Whether typed arrays read little-endian here (the encoding's order). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 
 /** FNV-1a over bytes: catches a damaged row the structural checks would let through (a changed hash). */
 function checksum(bytes: Uint8Array, from: number): number {
-  let h = 0x811c9dc5;
+  return fnvInt32(bytes, from) >>> 0;
+}
+
+/**
+ * The FNV-1a state as an int32 (same bits). Nothing but int32 arithmetic after its loop: V8
+ * compiles the loop of a long row on the stack (OSR) and enters that code from later calls,
+ * which deoptimized on every call when a value past 2^31 came out of it.
+ */
+function fnvInt32(bytes: Uint8Array, from: number): number {
+  let h = 0x811c9dc5 | 0;
   for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
-  return h >>> 0;
+  return h;
 }
 
 /**
@@ -110,36 +121,35 @@ export function encodeAnalysis(a: TextAnalysis, owner: TextOwner): Uint8Array {
  * there are no shingles), so a damaged row is not trusted.
  */
 export function decodeAnalysis(bytes: Uint8Array, owner: TextOwner): TextAnalysis | undefined {
-  if (bytes.length < FIXED_WORDS * 4) return undefined;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const u32 = (word: number): number => view.getUint32(word * 4, true);
-  const [version, sum0, length, total, unique, termCount] = [u32(0), u32(1), u32(2), u32(3), u32(4), u32(5)];
-  if (version !== DERIVATION_VERSION || u32(6) !== owner.chars || u32(7) !== owner.check) return undefined;
+  // Read through typed-array views of one aligned copy, which read the encoding's
+  // little-endian order on every platform Node runs on (x64, arm64); on a big-endian one no
+  // row is trusted: the data is computed again, never misread.
+  if (!LITTLE_ENDIAN || bytes.length < FIXED_WORDS * 4 || bytes.length % 4 !== 0) return undefined;
+  // a copy of exactly these bytes (a Buffer's slice would be a view of its whole pool)
+  const u32 = new Uint32Array(new Uint8Array(bytes).buffer);
+  const [version, sum0, length, total, unique, termCount] = Array.from(u32.subarray(0, 6));
+  if (version === undefined || sum0 === undefined || length === undefined || total === undefined || unique === undefined || termCount === undefined) return undefined;
+  if (version !== DERIVATION_VERSION || u32[6] !== owner.chars || u32[7] !== owner.check) return undefined;
   if (unique > total || (total > 0 && unique === 0)) return undefined;
   const words = FIXED_WORDS + termCount;
   if (bytes.length !== words * 4 + termCount * 8 || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
-  const signature = new Uint32Array(MINHASH_SLOTS);
+  const signature = u32.slice(HEADER_WORDS, FIXED_WORDS);
   let used = 0;
-  for (let i = 0; i < MINHASH_SLOTS; i++) {
-    const v = u32(HEADER_WORDS + i);
-    signature[i] = v;
-    if (v !== EMPTY_BIN) used++;
-  }
+  for (let i = 0; i < MINHASH_SLOTS; i++) if (signature[i] !== EMPTY_BIN) used++;
   if ((total === 0) !== (used === 0)) return undefined;
-  const counts = new Uint32Array(termCount);
+  const counts = u32.slice(FIXED_WORDS, words);
   let sum = 0;
   for (let i = 0; i < termCount; i++) {
-    const c = u32(FIXED_WORDS + i);
+    const c = counts[i] as number;
     if (c === 0) return undefined;
-    counts[i] = c;
     sum += c;
   }
   if (sum !== length) return undefined;
-  const hashes = new Float64Array(termCount);
+  // The hashes start at byte words × 4: a copy of their own is aligned for a Float64Array.
+  const hashes = new Float64Array(u32.buffer.slice(words * 4));
   for (let i = 0; i < termCount; i++) {
-    const h = view.getFloat64(words * 4 + i * 8, true);
+    const h = hashes[i] as number;
     if (!(Number.isInteger(h) && h >= 0 && h < HASH_LIMIT)) return undefined;
-    hashes[i] = h;
   }
   return {
     stats: { hashes, counts, length },

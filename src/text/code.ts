@@ -33,11 +33,15 @@ export function extractConfigValues(text: string): ConfigValue[] {
     out.push({ key, text: t });
   };
   for (const line of text.split('\n')) {
+    // both patterns need a `=` (the line one may take a `:`): most lines have neither
+    const assigns = line.includes('=');
+    if (!assigns && !line.includes(':')) continue;
     const m = KV_LINE_RE.exec(line);
     if (m && m[1] && m[3] && !/^[=<>!]/.test(m[3]) && looksLikeValue(m[3], m[2] === '=')) {
       push(m[1], line.trim().replace(/^[-*•]\s*/, ''));
       continue;
     }
+    if (!assigns) continue;
     for (const im of line.matchAll(KV_INLINE_RE)) {
       if (im[1] && im[2] && looksLikeValue(im[2], true)) push(im[1], im[0].replace(/[.,;:]+$/, ''));
     }

@@ -4,6 +4,7 @@
  * survival check) and harvest (error signatures).
  */
 import { uniq } from './prose.js';
+import { isSpaceCode } from './chars.js';
 
 const EXCEPTION_RE =
   /^\s*(?:Traceback \(most recent call last\)|(?:[A-Za-z_$][\w$.]*\.)?[A-Z][\w$]*(?:Error|Exception|Fault|Panic|Failure)\b(?::|\s*\(|$)|(?:Uncaught |Unhandled )?(?:Error|error|ERROR|fatal|FATAL|panic|FAIL(?:ED)?|E\s{2,}\S|npm ERR!|error\[E\d+\]|error TS\d+)[:!\s])/;
@@ -29,9 +30,16 @@ const FRAME_RES = [
   /^\s*#\d+\s+.*?\s+at\s+(\S+):\d+/, // gdb-style
 ];
 
+/**
+ * What every FRAME_RES pattern starts with: after leading white space, `a`t, `F`ile, `f`rom,
+ * `#` or a digit. A line that does not is no frame, and most lines of a text are not: one
+ * test instead of six.
+ */
+const FRAME_START = /^\s*[aFf#\d]/;
+
 /** True when the line is one stack frame. */
 export function isFrameLine(line: string): boolean {
-  return FRAME_RES.some((re) => re.test(line));
+  return FRAME_START.test(line) && FRAME_RES.some((re) => re.test(line));
 }
 
 /** The file a frame line points at ('' if unknown). */
@@ -52,11 +60,49 @@ export function isProjectFrame(line: string): boolean {
   return !FOREIGN_FRAME_RE.test(file) && !FOREIGN_FRAME_RE.test(line);
 }
 
-/** Number of stack-frame lines in the text. */
+/**
+ * Number of stack-frame lines in the text (`isFrameLine` of each line). A line is cut out of
+ * the text only when it starts as a frame does (FRAME_START, read from the character codes):
+ * most lines are passed over without a string of their own.
+ */
 export function countFrames(text: string): number {
   let n = 0;
-  for (const line of text.split('\n')) if (isFrameLine(line)) n++;
+  let start = 0;
+  while (start <= text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    let i = start;
+    while (i < end && isSpaceCode(text.charCodeAt(i))) i++;
+    if (i < end && startsLikeFrame(text, i, end) && FRAME_RES.some((re) => re.test(text.slice(start, end)))) n++;
+    start = end + 1;
+  }
   return n;
+}
+
+/**
+ * Whether `text[i, end)` (a line from its first non-white-space character) starts as some
+ * FRAME_RES pattern requires: `at` + white space, `File "`, `from` + white space, `#` + digit,
+ * or a digit.
+ */
+function startsLikeFrame(text: string, i: number, end: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c >= 48 && c <= 57) return true;
+  const spaceAt = (k: number): boolean => k < end && isSpaceCode(text.charCodeAt(k));
+  switch (c) {
+    case 97: // a
+      return text.startsWith('at', i) && spaceAt(i + 2);
+    case 70: // F
+      return text.startsWith('File "', i);
+    case 102: // f
+      return text.startsWith('from', i) && spaceAt(i + 4);
+    case 35: {
+      // #
+      const d = i + 1 < end ? text.charCodeAt(i + 1) : -1;
+      return d >= 48 && d <= 57;
+    }
+    default:
+      return false;
+  }
 }
 
 const TRACE_HEADER = /Traceback \(most recent call last\)|^panic: |^Exception in thread |^\s*(?:Uncaught |Unhandled )?[A-Z]\w*(?:Error|Exception)(?: \[\w+\])?: |npm ERR!|^error(?:\[E\d+\])?: /m;

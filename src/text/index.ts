@@ -4,6 +4,7 @@
  * statuses and test verdicts, sentences and constraints, hashes. A leaf: it imports nothing
  * from the project, and every area (model, compact, harvest, warm, store, bench) may import it.
  */
+export * from './chars.js';
 export * from './hash.js';
 export * from './prose.js';
 export * from './words.js';

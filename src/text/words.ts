@@ -149,6 +149,7 @@ export function contentTerms(text: string): Set<string> {
   const out = new Set<string>();
   const lower = text.toLowerCase();
   const n = lower.length;
+  const seen = SEEN.begin();
   // The scan /[a-z_$][\w$.-]{3,60}/g does, without a match object per term: at a start
   // character, take up to 60 following word characters; with fewer than 3, move on by one.
   let at = 0;
@@ -166,14 +167,103 @@ export function contentTerms(text: string): Set<string> {
     }
     let stop = end;
     while (stop > at && (lower.charCodeAt(stop - 1) === 46 || lower.charCodeAt(stop - 1) === 45)) stop--; // trailing . and -
-    if (stop - at >= 4) {
+    // A word met before in this text (kept or a stop word) is passed over without a string of its own.
+    if (stop - at >= 4 && seen.firstTime(lower, at, stop)) {
       const w = lower.slice(at, stop);
-      if (!out.has(w) && !STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
+      if (!STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
     }
     at = end;
   }
   return out;
 }
+
+/**
+ * The words one `contentTerms` call has met, as ranges of its lowercased text in an
+ * open-addressed table of their hashes (reused from call to call: a generation stamp empties
+ * it), so a repeated word costs a hash and a comparison of its characters, not a substring
+ * and a Set lookup. Holds no string.
+ */
+class SeenRanges {
+  private size = FIRST_SLOTS;
+  private stamp = new Uint32Array(FIRST_SLOTS);
+  private hash = new Int32Array(FIRST_SLOTS);
+  private from = new Int32Array(FIRST_SLOTS);
+  private to = new Int32Array(FIRST_SLOTS);
+  private gen = 0;
+  private count = 0;
+
+  /** Empties the table for a new call (back to its first size after a text of many words). */
+  begin(): this {
+    if (this.size > MAX_KEPT_SLOTS) this.allocate(FIRST_SLOTS);
+    this.gen++;
+    if (this.gen === 0xffffffff) {
+      this.stamp.fill(0);
+      this.gen = 1;
+    }
+    this.count = 0;
+    return this;
+  }
+
+  /** True the first time `text[from, to)` is met since `begin` (`text` is the same string throughout a call). */
+  firstTime(text: string, from: number, to: number): boolean {
+    let h = 0x811c9dc5 | 0; // as an int32 (same bits)
+    for (let i = from; i < to; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    const mask = this.size - 1;
+    for (let slot = h & mask; ; slot = (slot + 1) & mask) {
+      if (this.stamp[slot] !== this.gen) {
+        this.put(slot, h, from, to);
+        return true;
+      }
+      if (this.hash[slot] === h && this.same(text, this.from[slot] as number, this.to[slot] as number, from, to)) return false;
+    }
+  }
+
+  private same(text: string, a: number, aEnd: number, b: number, bEnd: number): boolean {
+    if (aEnd - a !== bEnd - b) return false;
+    for (; a < aEnd; a++, b++) if (text.charCodeAt(a) !== text.charCodeAt(b)) return false;
+    return true;
+  }
+
+  private put(slot: number, h: number, from: number, to: number): void {
+    this.stamp[slot] = this.gen;
+    this.hash[slot] = h;
+    this.from[slot] = from;
+    this.to[slot] = to;
+    if (++this.count * 2 > this.size) this.grow();
+  }
+
+  /** Empty arrays of `size` slots. */
+  private allocate(size: number): void {
+    this.size = size;
+    this.stamp = new Uint32Array(size);
+    this.hash = new Int32Array(size);
+    this.from = new Int32Array(size);
+    this.to = new Int32Array(size);
+  }
+
+  /** Doubles the table (kept at most half full), re-placing this call's entries. */
+  private grow(): void {
+    const { stamp, hash, from, to, gen } = this;
+    const old = this.size;
+    this.allocate(old * 2);
+    const mask = this.size - 1;
+    for (let i = 0; i < old; i++) {
+      if (stamp[i] !== gen) continue;
+      let slot = (hash[i] as number) & mask;
+      while (this.stamp[slot] === gen) slot = (slot + 1) & mask;
+      this.stamp[slot] = gen;
+      this.hash[slot] = hash[i] as number;
+      this.from[slot] = from[i] as number;
+      this.to[slot] = to[i] as number;
+    }
+  }
+}
+
+/** Slots of the table at first. */
+const FIRST_SLOTS = 1 << 12;
+/** Table slots kept between calls (1 MiB of typed arrays); a larger table is dropped at the next call. */
+const MAX_KEPT_SLOTS = 1 << 16;
+const SEEN = new SeenRanges();
 
 /** `[a-z_$]` */
 function isTermStart(c: number): boolean {

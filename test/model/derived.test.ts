@@ -48,6 +48,19 @@ describe('derived data (term stats, fingerprints)', () => {
     }
   });
 
+  it('decodes a row wherever its bytes sit: a Buffer inside a larger pool, at any offset', () => {
+    const text = 'ünïcode wörds and src/model/index.ts, config.max_retries = 3 '.repeat(8);
+    const a = analyseFragmentText(text);
+    const row = encodeAnalysis(a, ownerOf(text));
+    for (const offset of [0, 1, 3, 4, 8, 13]) {
+      const pool = Buffer.alloc(offset + row.length + 11, 0xab);
+      pool.set(row, offset);
+      // a Buffer's slice is a view of the pool, as rows read from SQLite may be
+      expect(decodeAnalysis(pool.subarray(offset, offset + row.length), ownerOf(text))).toEqual(a);
+      expect(decodeAnalysis(Buffer.from(pool).slice(offset, offset + row.length), ownerOf(text))).toEqual(a);
+    }
+  });
+
   it('refuses bytes of another version, truncated or corrupted, instead of trusting them', () => {
     const text = 'The retry loop in pool.ts reads config.max_retries before each attempt; the test expects 3 attempts.';
     const a = analyseFragmentText(text);

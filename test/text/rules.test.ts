@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import {
   assertionLines,
+  countFrames,
   exitStatusOf,
   extractConfigValues,
   extractPaths,
@@ -26,6 +28,34 @@ describe('text rules', () => {
   it('does not read numbered grep output as a stack trace', () => {
     expect(isFrameLine('208:      const modelData = [')).toBe(false);
     expect(isFrameLine('   3: core::panicking::panic_fmt')).toBe(true);
+  });
+
+  it('reads a stack frame of each runtime, however indented', () => {
+    const frames = [
+      '    at Pool.acquire (/app/src/pool.ts:42:7)',
+      'at /app/src/index.js:3:1',
+      '  File "/app/main.py", line 12, in <module>',
+      '\tat com.acme.Pool.acquire(Pool.java:42)',
+      '   3: core::panicking::panic_fmt',
+      "\u00a0 from /app/lib/pool.rb:42:in `acquire'",
+      '#3  0x00005555 in main () at src/main.c:12',
+    ];
+    for (const f of frames) expect(isFrameLine(f), f).toBe(true);
+    for (const l of ['', 'Error: boom', '  something at /app/x.ts:1:1', 'From the top', ' # heading']) expect(isFrameLine(l), l).toBe(false);
+  });
+
+  it('counts the frame lines of a text as isFrameLine of each line does', () => {
+    const line = fc.oneof(
+      fc.string({ maxLength: 20 }),
+      fc.constantFrom('    at Pool.acquire (/app/src/pool.ts:42:7)', '  File "/app/main.py", line 12, in <module>', '   3: core::panicking::panic_fmt', '\u3000 from /app/lib/pool.rb:42:in', '#3  0x1 in main () at src/main.c:12', '\tat x (a.js:1:2)\r', 'at', '', ' ', 'at\u00a0f (b.js:3:4)', 'atx (b.js:3:4)', 'from a.rb:1', 'fromage a.rb:1', 'File "x", line 3', 'File x', '#12 f at a.c:9', '#x', ' 7: a::b'),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), fc.boolean(), (lines, trailing) => {
+        const text = lines.join('\n') + (trailing ? '\n' : '');
+        expect(countFrames(text)).toBe(text.split('\n').filter(isFrameLine).length);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('reads verdicts, assertions and exit statuses', () => {

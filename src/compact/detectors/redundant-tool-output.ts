@@ -11,7 +11,7 @@ import { toolAction } from '../../model/toolargs.js';
 import { hash52 } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList, memoMessage } from '../memo.js';
-import { callsOf, isCompactable, lineSet, memoMessages } from './util.js';
+import { callsOf, isCompactable, lineHashes, lineSet, memoMessages } from './util.js';
 
 /** Same-call outputs at least this similar (line Jaccard) are redundant. */
 export const SAME_KEY_SIMILARITY = 0.5;
@@ -51,7 +51,7 @@ function sortedDistinct(values: Float64Array): LineHashes {
 
 /** Line hashes of a message's text (tool results), memoized per message. */
 function messageLines(m: Message): LineHashes {
-  return memoMessage(m, 'line-hashes', (x) => sortedDistinct(Float64Array.from(lineSet(x.text), hash52)));
+  return memoMessage(m, 'line-hashes', (x) => lineHashes(x.text));
 }
 
 function hasHash(sorted: LineHashes, h: number): boolean {

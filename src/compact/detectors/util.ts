@@ -2,6 +2,7 @@
 import type { Message, ToolCall } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import type { DetectorContext } from '../types.js';
+import { isSpaceCode } from '../../text/index.js';
 
 /** A section the planner may replace: not an anchor, not a pending call, not the system prompt. */
 export function isCompactable(s: Section): boolean {
@@ -24,7 +25,8 @@ export function textOf(msgs: readonly Message[]): string {
     if (m.text) parts.push(m.text);
     if (m.toolCalls) for (const c of m.toolCalls) parts.push(`${c.name} ${c.arguments}`);
   }
-  return parts.join('\n');
+  // one part (most messages): itself, not a copy
+  return parts.length === 1 ? (parts[0] as string) : parts.join('\n');
 }
 
 /** Cache messagesOf lookups for one detector run. */
@@ -50,4 +52,59 @@ export function lineSet(text: string): Set<string> {
     if (t.length > 0) out.add(t);
   }
   return out;
+}
+
+/** Scratch for `lineHashes` (grown as needed, never handed out). */
+let scratch = new Float64Array(256);
+/** Lines of scratch kept between calls (512 KiB). */
+const MAX_KEPT_SCRATCH = 1 << 16;
+
+/**
+ * The `hash52` of each line of `lineSet(text)`, sorted and distinct, read in one pass over the
+ * text without making a string per line: each line is hashed as it is normalized (trimmed,
+ * whitespace runs as one space). Same values as `hash52` of the `lineSet` strings (a test pins
+ * it); the line set of every tool output is taken on a cold plan.
+ */
+export function lineHashes(text: string): Float64Array {
+  let n = 0;
+  let i = 0;
+  const end = text.length;
+  while (i <= end) {
+    let a = 0x811c9dc5 | 0; // as an int32 (same bits): the loop stays on int32 arithmetic
+    let b = 0x050c5d1f;
+    let started = false;
+    let gap = false;
+    for (; i < end; i++) {
+      const c = text.charCodeAt(i);
+      if (c <= 32 || c >= 0xa0) {
+        if (c === 10) break;
+        if (isSpaceCode(c)) {
+          gap = started;
+          continue;
+        }
+      }
+      if (gap) {
+        a = Math.imul(a ^ 32, 0x01000193);
+        b = Math.imul(b ^ 32, 0x01000193);
+        gap = false;
+      }
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x01000193);
+      started = true;
+    }
+    i++; // past the line break (or the end)
+    if (!started) continue;
+    if (n === scratch.length) {
+      const grown = new Float64Array(n * 2);
+      grown.set(scratch);
+      scratch = grown;
+    }
+    scratch[n++] = (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
+  }
+  const out = scratch.slice(0, n).sort();
+  // an output of very many lines does not keep its scratch for good
+  if (scratch.length > MAX_KEPT_SCRATCH) scratch = new Float64Array(256);
+  let k = 0;
+  for (let j = 0; j < n; j++) if (j === 0 || out[j] !== out[k - 1]) out[k++] = out[j] as number;
+  return k === n ? out : out.slice(0, k);
 }

@@ -3,6 +3,7 @@
  * frame in project code (not node_modules / site-packages / runtime internals) and the outcome.
  */
 import { countFrames, extractErrorLines, isFrameLine, isProjectFrame } from '../../text/index.js';
+import type { Message } from '../../model/messages.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList } from '../memo.js';
 import { toolOutcome } from '../outcome.js';
@@ -25,6 +26,20 @@ export function traceEssentials(text: string): { exception?: string; projectFram
   };
 }
 
+/**
+ * `countFrames(textOf(ms))` part by part: the parts are joined by line breaks, so no line spans
+ * two of them, and no joined copy of a section's text is made for the many without a trace.
+ */
+function framesOf(ms: readonly Message[]): number {
+  let n = 0;
+  for (const m of ms) {
+    if (m.reasoning) n += countFrames(m.reasoning);
+    if (m.text) n += countFrames(m.text);
+    if (m.toolCalls) for (const c of m.toolCalls) n += countFrames(`${c.name} ${c.arguments}`);
+  }
+  return n;
+}
+
 export const verboseErrorTrace: Detector = {
   name: 'verbose-error-trace',
   detect(ctx: DetectorContext): Candidate[] {
@@ -34,8 +49,8 @@ export const verboseErrorTrace: Detector = {
       if (!isCompactable(s) || s.tokens < MIN_TOKENS) continue;
       const essentials = memoList(msgsOf(s), 'trace-essentials', (ms) => {
         // frames first: most outputs have none, and reading a run's outcome costs more
+        if (framesOf(ms) < MIN_FRAMES) return null;
         const text = textOf(ms);
-        if (countFrames(text) < MIN_FRAMES) return null;
         // a tool run that succeeded is not an error trace, whatever its output prints
         const results = ms.filter((m) => m.role === 'tool');
         if (results.length > 0 && !results.some((m) => toolOutcome(m).failed)) return null;
