@@ -1167,3 +1167,29 @@ describe('SessionManager release of a session with applied edits', () => {
     expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
   });
 });
+
+describe('SessionManager release of a session with applied edits: what the review found', () => {
+  it('keeps the edits the agent declined in a partial apply held after a release and rebuild (the rebuilt model has the same section ids)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-declined-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, []);
+    let t = 1_000_000;
+    // A window so large that the zone stays 'ok': the hold lasts its cooldown.
+    const { manager } = setup({ budgetTokens: 10_000_000, now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    expect(plan.edits.length).toBeGreaterThan(2);
+    const chosen = [plan.edits[0]?.editId as string];
+    manager.acknowledge(plan.planId, true, chosen, 'kept the rest');
+    const state = () => ({ zone: zoneOf(s.model.headroom(), { reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1 }), headroom: s.model.headroom().headroom });
+    // What an automatic plan leaves alone (sessions.ts planFrom asks exactly this).
+    const held = () => [...(s.declined.held(s.model, state(), 0.15, t)?.sectionIds ?? [])].sort();
+    const before = held();
+    expect(before.length).toBeGreaterThan(0);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    expect(held()).toEqual(before);
+  });
+});
