@@ -578,7 +578,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       // The model as it was released: the same tokens and sections (else say so: something it held is not in the transcript or plan log).
       if (h.countedTokens !== r.headroom.countedTokens || h.sections !== r.headroom.sections) {
         this.log.error({ sessionId: s.sessionId, file: s.file, tokens: h.countedTokens, releasedTokens: r.headroom.countedTokens, sections: h.sections, releasedSections: r.headroom.sections, steps: replayed.length }, 'released session rebuilt with other figures than it was released with');
-      }
+      } else s.declined.carry(model); // the same sections: what the agent declined stays held
     }
     if (upTo < read.events.length) model.applyAll(read.events.slice(upTo));
     s.model = model;
