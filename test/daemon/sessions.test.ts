@@ -1192,4 +1192,25 @@ describe('SessionManager release of a session with applied edits: what the revie
     expect(s.released).toBeUndefined();
     expect(held()).toEqual(before);
   });
+
+  it('logs an error when an ack leaves the model unreplayable (its plan row missing when acked): the session is kept in memory, not silently', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-unlogged-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 6, []);
+    let t = 1_000_000;
+    const { manager, lines, db } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    // The row was not stored (or was lost) before the ack: the edits can never be replayed.
+    db.prepare('DELETE FROM plans WHERE plan_id = ?').run(plan.planId);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(0);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(0);
+    expect(s.released).toBeUndefined();
+    const errors = lines.filter((l) => (l.level as number) >= 50);
+    expect(errors.map((l) => l.msg)).toEqual(['session kept in memory for good: its applied edits cannot be replayed from the plan log, and a rebuild from its transcript would lose them']);
+    expect(errors[0]?.why).toBe(`plan ${plan.planId} is not in the plan log`);
+  });
 });
