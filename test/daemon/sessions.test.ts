@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { SessionManager, type ArchiveFilter } from '../../src/daemon/sessions.js';
 import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/index.js';
-import { createTokenCounter } from '../../src/model/tokens.js';
+import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
 import { applyPlan, createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter, normalizeOpenAIMessages } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
@@ -29,7 +29,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { budgetTokens?: number; full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
+function setup(opts: { tokenCounter?: TokenCounter; budgetTokens?: number; full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -56,7 +56,7 @@ function setup(opts: { budgetTokens?: number; full?: boolean; redact?: boolean; 
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
     { budgetTokens: opts.budgetTokens ?? 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: opts.tokenCounter ?? createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -1212,5 +1212,38 @@ describe('SessionManager release of a session with applied edits: what the revie
     const errors = lines.filter((l) => (l.level as number) >= 50);
     expect(errors.map((l) => l.msg)).toEqual(['session kept in memory for good: its applied edits cannot be replayed from the plan log, and a rebuild from its transcript would lose them']);
     expect(errors[0]?.why).toBe(`plan ${plan.planId} is not in the plan log`);
+  });
+
+  it('a budget reconfigured (SIGHUP) while an edited session is being rebuilt takes effect on the rebuilt model', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-sighup-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, [30]);
+    let t = 1_000_000;
+    const memory = { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 };
+    const loop = (budgetTokens: number) => ({ budgetTokens, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, memory });
+    // A counter that lets the test act in the middle of a rebuild (counting is what it does between its yields).
+    const counter = createTokenCounter();
+    let midRebuild: (() => void) | undefined;
+    const tokenCounter: TokenCounter = {
+      encoding: counter.encoding,
+      count: (text) => {
+        const act = midRebuild;
+        midRebuild = undefined;
+        act?.();
+        return counter.count(text);
+      },
+    };
+    const { manager } = setup({ tokenCounter, now: () => t, memory });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(1).events, p.part(1).toOffset);
+    expect(s.model.headroom().total).toBe(20_000);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    midRebuild = () => manager.reconfigure(loop(30_000));
+    await manager.requireLoaded('a');
+    expect(midRebuild, 'the budget was reconfigured during the rebuild').toBeUndefined();
+    expect(s.model.headroom().total).toBe(30_000);
   });
 });
