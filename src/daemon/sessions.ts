@@ -552,6 +552,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedFile?.(s.file), splitAt);
     // Rewritten or forgotten meanwhile: that path started over on its own.
     if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+    // The options the model is built under (a reconfigure skips a released session: see below).
+    const options = this.options;
     const splits = read.splits ?? [];
     const upTo = splits[replayed.length] ?? read.events.length;
     let model: SessionModel | undefined;
@@ -568,6 +570,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
       // Rewritten or forgotten meanwhile: that path started over on its own.
       if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+      // Reconfigured meanwhile (SIGHUP, while the replay yielded): built again under the new budget.
+      if (this.options !== options) return this.rebuild(s);
     } else if (failed === undefined) {
       model = this.newModel(s.sessionId);
       model.applyAll(read.events.slice(0, upTo));
