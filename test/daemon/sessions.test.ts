@@ -1246,4 +1246,26 @@ describe('SessionManager release of a session with applied edits: what the revie
     expect(midRebuild, 'the budget was reconfigured during the rebuild').toBeUndefined();
     expect(s.model.headroom().total).toBe(30_000);
   });
+
+  it('a budget reconfigured (SIGHUP) while a new session\'s first lines wait in the queue leaves it releasable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-sighup-queued-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 6, []);
+    let t = 1_000_000;
+    const memory = { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 };
+    const { manager, lines } = setup({ now: () => t, memory, budgetTokens: 10_000_000 });
+    // Read, not applied yet: the model is empty and has no offset.
+    const s = manager.enqueue(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset, p.part(0).toOffset);
+    expect(s.tailOffset).toBeUndefined();
+    manager.reconfigure({ budgetTokens: 9_000_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, memory });
+    await manager.settled();
+    const before = modelOf(s);
+    expect(before.tokens).toBeGreaterThan(0);
+    expect(s.replay.unreplayable).toBeUndefined();
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    await manager.requireLoaded('a');
+    expect(modelOf(s)).toEqual(before);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
 });
