@@ -187,7 +187,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       if (rebuild) {
         s.model = rebaseModel(s.model, this.newModel(s.sessionId, s.fed ? s.fed.budgetTokens : options.budgetTokens));
         if (s.fed) s.fed = { ...s.fed, version: -1 };
-        else s.replay.rebased(s.tailOffset); // a release replays it at the same place
+        // A release replays it at the same place (none applied yet: the model was empty, rebased at 0).
+        else s.replay.rebased(s.tailOffset ?? (s.model.messages().length === 0 ? 0 : undefined));
         this.expire(s.sessionId, s.life.rebuilt(), 'budget reconfigured');
       }
       this.afterChange(s);
