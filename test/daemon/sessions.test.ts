@@ -1268,4 +1268,39 @@ describe('SessionManager release of a session with applied edits: what the revie
     expect(modelOf(s)).toEqual(before);
     expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
   });
+
+  it('shutdown while an edited session is being rebuilt: the rebuild stops, and nothing is written to the closed database', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-shutdown-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, [30, 45]);
+    let t = 1_000_000;
+    const counter = createTokenCounter();
+    let midRebuild: (() => void) | undefined;
+    const tokenCounter: TokenCounter = {
+      encoding: counter.encoding,
+      count: (text) => {
+        const act = midRebuild;
+        midRebuild = undefined;
+        act?.();
+        return counter.count(text);
+      },
+    };
+    const { manager, lines, db } = setup({ tokenCounter, now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(1).events, p.part(1).toOffset);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    let drained: Promise<void> | undefined;
+    midRebuild = () => {
+      drained = manager.drain();
+      db.close();
+    };
+    // An append arrives for the released session: it waits for the rebuild, which the shutdown interrupts.
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(2).events, p.part(2).toOffset);
+    await expect(manager.restore(s)).resolves.toBe(s);
+    await drained;
+    expect(lines.filter((l) => (l.level as number) >= 50).map((l) => l.msg)).toEqual([]);
+  });
 });
