@@ -551,8 +551,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // A file replaced before the tailer's reset: FILE_REPLACED (the reset rebuilds it from 0), not the new file's lines as the old session.
     const splitAt = [...replayed.map((st) => st.offset), r.modelOffset];
     const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedFile?.(s.file), splitAt);
-    // Rewritten or forgotten meanwhile: that path started over on its own.
-    if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+    // Rewritten or forgotten meanwhile: that path started over on its own (or shutting down: it stays released).
+    if (s.released !== r || this.sessions.get(s.sessionId) !== s || this.closing) return;
     // The options the model is built under (a reconfigure skips a released session: see below).
     const options = this.options;
     const splits = read.splits ?? [];
@@ -569,8 +569,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       } finally {
         w.done();
       }
-      // Rewritten or forgotten meanwhile: that path started over on its own.
-      if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+      // Rewritten or forgotten meanwhile, or shutting down (the store may be closed now): as above.
+      if (s.released !== r || this.sessions.get(s.sessionId) !== s || this.closing) return;
       // Reconfigured meanwhile (SIGHUP, while the replay yielded): built again under the new budget.
       if (this.options !== options) return this.rebuild(s);
     } else if (failed === undefined) {
