@@ -1303,4 +1303,23 @@ describe('SessionManager release of a session with applied edits: what the revie
     await drained;
     expect(lines.filter((l) => (l.level as number) >= 50).map((l) => l.msg)).toEqual([]);
   });
+
+  it('a released tailed session then fed over the socket (session.sync) keeps the fed model: no rebuild from its transcript replaces it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-fed-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 6, []);
+    let t = 1_000_000;
+    const { manager } = setup({ budgetTokens: 10_000_000, now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    const messages = normalizeOpenAIMessages([{ role: 'user', content: 'the context the agent holds now' }]);
+    manager.feed('a', messages, 20_000);
+    const fed = s.model.messages();
+    expect(fed).toHaveLength(1);
+    // A request that reads the model (session.headroom, session.sections) restores it first.
+    await manager.requireLoaded('a');
+    expect(s.model.messages()).toEqual(fed);
+    expect(s.released).toBeUndefined();
+  });
 });
