@@ -673,6 +673,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       fresh = messages.slice(common);
     } else {
       if (f === undefined && s.file !== `socket:${sessionId}`) this.log.info({ sessionId, file: s.file }, 'session now fed over the socket; its transcript is no longer read into the model');
+      // Released from memory as a tailed session: no rebuild from its transcript may replace what is fed now.
+      s.released = undefined;
+      s.pending.length = 0;
+      this.rebuildDue.delete(s);
       s.model = this.newModel(sessionId, budgetTokens);
       s.history.clear();
       this.expire(sessionId, s.life.rebuilt(), 'the agent sent a different context');
