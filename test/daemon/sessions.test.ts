@@ -1181,7 +1181,7 @@ describe('SessionManager release of a session with applied edits: what the revie
     expect(plan.edits.length).toBeGreaterThan(2);
     const chosen = [plan.edits[0]?.editId as string];
     manager.acknowledge(plan.planId, true, chosen, 'kept the rest');
-    const state = () => ({ zone: zoneOf(s.model.headroom(), { reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1 }), headroom: s.model.headroom().headroom });
+    const state = () => ({ zone: zoneOf(s.model.headroom(), { reserveRatio: 0.15, softWatermark: 0.6 }), headroom: s.model.headroom().headroom });
     // What an automatic plan leaves alone (sessions.ts planFrom asks exactly this).
     const held = () => [...(s.declined.held(s.model, state(), 0.15, t)?.sectionIds ?? [])].sort();
     const before = held();
