@@ -1322,4 +1322,32 @@ describe('SessionManager release of a session with applied edits: what the revie
     expect(s.model.messages()).toEqual(fed);
     expect(s.released).toBeUndefined();
   });
+
+  it('the memory budget releases another session when the one it picked turns out unreplayable (its plan row lost after the ack)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-refused-'));
+    dirs.push(dir);
+    const a = parts(dir, 'a', 8, []);
+    const b = parts(dir, 'b', 8, [], 'b');
+    const c = parts(dir, 'c', 2, [], 'c');
+    let t = 1_000_000;
+    const loop = (maxSessionTokens: number) => ({ budgetTokens: 10_000_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, memory: { maxSessionTokens, releaseAfterMs: 0, idleReleaseMs: 0 } });
+    const { manager, db } = setup({ budgetTokens: 10_000_000, now: () => t, memory: loop(0).memory });
+    const sa = manager.ingest(a.file, 'a', 'openai-chat', a.part(0).events, a.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, [plan.edits[0]?.editId as string], undefined);
+    db.prepare('DELETE FROM plans WHERE plan_id = ?').run(plan.planId);
+    t += 10;
+    const sb = manager.ingest(b.file, 'b', 'openai-chat', b.part(0).events, b.part(0).toOffset);
+    // Room for what a and b hold now; c is smaller than either.
+    const budget = manager.heldTokens();
+    const smallest = Math.min(sa.model.tokens(), sb.model.tokens());
+    manager.reconfigure(loop(budget));
+    t += 10;
+    const sc = manager.ingest(c.file, 'c', 'openai-chat', c.part(0).events, c.part(0).toOffset);
+    expect(sc.model.tokens()).toBeLessThan(smallest);
+    // a (the oldest) would have been enough, but its edits cannot be replayed: it stays, and b goes instead.
+    expect(sa.released).toBeUndefined();
+    expect(sb.released).toBeDefined();
+    expect(manager.heldTokens()).toBeLessThanOrEqual(budget);
+  });
 });
