@@ -380,9 +380,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
     if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queuedTokens() <= budget.maxSessionTokens) return;
-    for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
-      const s = this.sessions.get(id);
-      if (s) this.release(s, 'memory budget');
+    // A session found unreplayable stays (`release`), and no longer counts as releasable: choose again.
+    for (let again = true; again; ) {
+      again = false;
+      for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
+        const s = this.sessions.get(id);
+        if (s && !this.release(s, 'memory budget')) again = true;
+      }
     }
   }
 
