@@ -474,19 +474,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       } catch (err) {
         why = `the plan log cannot be read: ${describeError(err)}`;
       }
-      if (why !== undefined) this.keepForGood(s, why);
+      if (why !== undefined) {
+        s.replay.markUnreplayable(why);
+        this.log.error({ sessionId: s.sessionId, why }, 'session kept in memory for good: its applied edits cannot be replayed from the plan log, and a rebuild from its transcript would lose them');
+      }
     }
     return s.replay.unreplayable === undefined;
-  }
-
-  /**
-   * `s`'s applied edits can no longer be replayed (`why`): it stays in memory for good, and a
-   * tailed session says so once (when it is found at an ack, the budget never looks at it again).
-   */
-  private keepForGood(s: LiveSession, why: string): void {
-    if (s.replay.unreplayable !== undefined) return;
-    s.replay.markUnreplayable(why);
-    if (s.fed === undefined) this.log.error({ sessionId: s.sessionId, why }, 'session kept in memory for good: its applied edits cannot be replayed from the plan log, and a rebuild from its transcript would lose them');
   }
 
   /**
@@ -855,12 +848,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const status = chosen.length === plan.edits.length ? 'applied' : 'partially-applied';
     // Where it was applied, for a rebuild to replay it there (a release drops the model: replay-log.ts).
     const offset = s.fed === undefined ? s.tailOffset : undefined;
-    if (s.fed === undefined && offset === undefined) this.keepForGood(s, `edits of plan ${planId} were applied at an unknown transcript offset`);
     s.replay.applied(planId, offset);
     try {
-      if (!this.deps.plans.setApplied(planId, status, reason, chosen.map((e) => e.editId), offset)) this.keepForGood(s, `plan ${planId} is not in the plan log`);
+      if (!this.deps.plans.setApplied(planId, status, reason, chosen.map((e) => e.editId), offset)) s.replay.markUnreplayable(`plan ${planId} is not in the plan log`);
     } catch (err) {
-      this.keepForGood(s, `plan ${planId} was not stored as applied: ${describeError(err)}`);
+      s.replay.markUnreplayable(`plan ${planId} was not stored as applied: ${describeError(err)}`);
       throw err;
     }
     s.life.applied({ reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId }, s.model.version);
