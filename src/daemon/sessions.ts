@@ -848,12 +848,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const status = chosen.length === plan.edits.length ? 'applied' : 'partially-applied';
     // Where it was applied, for a rebuild to replay it there (a release drops the model: replay-log.ts).
     const offset = s.fed === undefined ? s.tailOffset : undefined;
+    const replayable = s.replay.unreplayable === undefined;
     s.replay.applied(planId, offset);
     try {
       if (!this.deps.plans.setApplied(planId, status, reason, chosen.map((e) => e.editId), offset)) s.replay.markUnreplayable(`plan ${planId} is not in the plan log`);
     } catch (err) {
       s.replay.markUnreplayable(`plan ${planId} was not stored as applied: ${describeError(err)}`);
       throw err;
+    } finally {
+      // (a session fed over the socket is never released: nothing to say)
+      if (replayable && s.replay.unreplayable !== undefined && s.fed === undefined) this.log.warn({ sessionId: s.sessionId, planId, why: s.replay.unreplayable }, 'session kept in memory from now on: the edits just applied could not be recorded for a rebuild');
     }
     s.life.applied({ reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId }, s.model.version);
     this.log.info(
