@@ -43,7 +43,8 @@ export interface DeclinedSet {
  * each append while the agent kept saying no.
  *
  * Section ids name sections of one model only: the record is bound to that model object, and a
- * rebuilt or restored model (new ids) starts with none declined.
+ * rebuilt model (new ids) starts with none declined; a model released from memory and rebuilt to
+ * the same sections takes the record over (`carry`).
  */
 export class DeclinedEdits {
   private model: object | undefined;
@@ -82,6 +83,11 @@ export class DeclinedEdits {
   /** How many declined edits are held now. */
   get size(): number {
     return this.edits.size;
+  }
+
+  /** `model` has the sections of the model the record was bound to (a faithful rebuild after a release): it keeps the record. */
+  carry(model: object): void {
+    this.model = model;
   }
 
   private bind(model: object): void {

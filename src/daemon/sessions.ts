@@ -187,7 +187,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       if (rebuild) {
         s.model = rebaseModel(s.model, this.newModel(s.sessionId, s.fed ? s.fed.budgetTokens : options.budgetTokens));
         if (s.fed) s.fed = { ...s.fed, version: -1 };
-        else s.replay.rebased(s.tailOffset); // a release replays it at the same place
+        // A release replays it at the same place (none applied yet: the model was empty, rebased at 0).
+        else s.replay.rebased(s.tailOffset ?? (s.model.messages().length === 0 ? 0 : undefined));
         this.expire(s.sessionId, s.life.rebuilt(), 'budget reconfigured');
       }
       this.afterChange(s);
@@ -379,9 +380,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
     if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queuedTokens() <= budget.maxSessionTokens) return;
-    for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
-      const s = this.sessions.get(id);
-      if (s) this.release(s, 'memory budget');
+    // A session found unreplayable stays (`release`), and no longer counts as releasable: choose again.
+    for (let again = true; again; ) {
+      again = false;
+      for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
+        const s = this.sessions.get(id);
+        if (s && !this.release(s, 'memory budget')) again = true;
+      }
     }
   }
 
@@ -543,8 +548,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // A file replaced before the tailer's reset: FILE_REPLACED (the reset rebuilds it from 0), not the new file's lines as the old session.
     const splitAt = [...replayed.map((st) => st.offset), r.modelOffset];
     const read = await readTranscriptPrefix(s.file, s.format as TranscriptFormat, r.offset, this.options.maxLineBytes, this.deps.tailedFile?.(s.file), splitAt);
-    // Rewritten or forgotten meanwhile: that path started over on its own.
-    if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+    // Rewritten or forgotten meanwhile: that path started over on its own (or shutting down: it stays released).
+    if (s.released !== r || this.sessions.get(s.sessionId) !== s || this.closing) return;
+    // The options the model is built under (a reconfigure skips a released session: see below).
+    const options = this.options;
     const splits = read.splits ?? [];
     const upTo = splits[replayed.length] ?? read.events.length;
     let model: SessionModel | undefined;
@@ -559,8 +566,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       } finally {
         w.done();
       }
-      // Rewritten or forgotten meanwhile: that path started over on its own.
-      if (s.released !== r || this.sessions.get(s.sessionId) !== s) return;
+      // Rewritten or forgotten meanwhile, or shutting down (the store may be closed now): as above.
+      if (s.released !== r || this.sessions.get(s.sessionId) !== s || this.closing) return;
+      // Reconfigured meanwhile (SIGHUP, while the replay yielded): built again under the new budget.
+      if (this.options !== options) return this.rebuild(s);
     } else if (failed === undefined) {
       model = this.newModel(s.sessionId);
       model.applyAll(read.events.slice(0, upTo));
@@ -578,7 +587,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       // The model as it was released: the same tokens and sections (else say so: something it held is not in the transcript or plan log).
       if (h.countedTokens !== r.headroom.countedTokens || h.sections !== r.headroom.sections) {
         this.log.error({ sessionId: s.sessionId, file: s.file, tokens: h.countedTokens, releasedTokens: r.headroom.countedTokens, sections: h.sections, releasedSections: r.headroom.sections, steps: replayed.length }, 'released session rebuilt with other figures than it was released with');
-      }
+      } else s.declined.carry(model); // the same sections: what the agent declined stays held
     }
     if (upTo < read.events.length) model.applyAll(read.events.slice(upTo));
     s.model = model;
@@ -661,6 +670,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       fresh = messages.slice(common);
     } else {
       if (f === undefined && s.file !== `socket:${sessionId}`) this.log.info({ sessionId, file: s.file }, 'session now fed over the socket; its transcript is no longer read into the model');
+      // Released from memory as a tailed session: no rebuild from its transcript may replace what is fed now.
+      s.released = undefined;
+      s.pending.length = 0;
+      this.rebuildDue.delete(s);
       s.model = this.newModel(sessionId, budgetTokens);
       s.history.clear();
       this.expire(sessionId, s.life.rebuilt(), 'the agent sent a different context');

@@ -252,7 +252,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 9,
     name: 'plans: the edits the agent applied and the transcript offset they were applied at',
-    // What a released session's model is rebuilt with besides its transcript (daemon/edit-log.ts):
+    // What a released session's model is rebuilt with besides its transcript (daemon/replay-log.ts):
     // its lines up to each offset, then that plan's chosen edits. Rows from before have neither
     // (NULL): their sessions were never released with those edits.
     sql: `

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { SessionManager, type ArchiveFilter } from '../../src/daemon/sessions.js';
 import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/index.js';
-import { createTokenCounter } from '../../src/model/tokens.js';
+import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
 import { applyPlan, createSummarizer, type Plan, type Summarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter, normalizeOpenAIMessages } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
@@ -29,7 +29,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { budgetTokens?: number; full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
+function setup(opts: { tokenCounter?: TokenCounter; budgetTokens?: number; full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -56,7 +56,7 @@ function setup(opts: { budgetTokens?: number; full?: boolean; redact?: boolean; 
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
     { budgetTokens: opts.budgetTokens ?? 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: opts.tokenCounter ?? createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -1165,5 +1165,190 @@ describe('SessionManager release of a session with applied edits', () => {
     }
     expect(lines.filter((l) => l.msg === 'released session rebuilt from its transcript').length).toBeGreaterThan(a.count);
     expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+});
+
+describe('SessionManager release of a session with applied edits: what the review found', () => {
+  it('keeps the edits the agent declined in a partial apply held after a release and rebuild (the rebuilt model has the same section ids)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-declined-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, []);
+    let t = 1_000_000;
+    // A window so large that the zone stays 'ok': the hold lasts its cooldown.
+    const { manager } = setup({ budgetTokens: 10_000_000, now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    expect(plan.edits.length).toBeGreaterThan(2);
+    const chosen = [plan.edits[0]?.editId as string];
+    manager.acknowledge(plan.planId, true, chosen, 'kept the rest');
+    const state = () => ({ zone: zoneOf(s.model.headroom(), { reserveRatio: 0.15, softWatermark: 0.6 }), headroom: s.model.headroom().headroom });
+    // What an automatic plan leaves alone (sessions.ts planFrom asks exactly this).
+    const held = () => [...(s.declined.held(s.model, state(), 0.15, t)?.sectionIds ?? [])].sort();
+    const before = held();
+    expect(before.length).toBeGreaterThan(0);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    expect(held()).toEqual(before);
+  });
+
+  it('says so when an ack leaves the model unreplayable (its plan row missing when acked): the session is kept in memory, not silently', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-unlogged-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 6, []);
+    let t = 1_000_000;
+    const { manager, lines, db } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    // The row was not stored (or was lost) before the ack: the edits can never be replayed.
+    db.prepare('DELETE FROM plans WHERE plan_id = ?').run(plan.planId);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(0);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(0);
+    expect(s.released).toBeUndefined();
+    // Said once, at the ack (the budget never offers such a session for release again).
+    const said = lines.filter((l) => (l.level as number) >= 40 && String(l.msg).startsWith('session kept in memory'));
+    expect(said.map((l) => l.msg)).toEqual(['session kept in memory from now on: the edits just applied could not be recorded for a rebuild']);
+    expect(said[0]?.why).toBe(`plan ${plan.planId} is not in the plan log`);
+  });
+
+  it('a budget reconfigured (SIGHUP) while an edited session is being rebuilt takes effect on the rebuilt model', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-sighup-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, [30]);
+    let t = 1_000_000;
+    const memory = { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 };
+    const loop = (budgetTokens: number) => ({ budgetTokens, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, memory });
+    // A counter that lets the test act in the middle of a rebuild (counting is what it does between its yields).
+    const counter = createTokenCounter();
+    let midRebuild: (() => void) | undefined;
+    const tokenCounter: TokenCounter = {
+      encoding: counter.encoding,
+      count: (text) => {
+        const act = midRebuild;
+        midRebuild = undefined;
+        act?.();
+        return counter.count(text);
+      },
+    };
+    const { manager } = setup({ tokenCounter, now: () => t, memory });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(1).events, p.part(1).toOffset);
+    expect(s.model.headroom().total).toBe(20_000);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    midRebuild = () => manager.reconfigure(loop(30_000));
+    await manager.requireLoaded('a');
+    expect(midRebuild, 'the budget was reconfigured during the rebuild').toBeUndefined();
+    expect(s.model.headroom().total).toBe(30_000);
+  });
+
+  it('a budget reconfigured (SIGHUP) while a new session\'s first lines wait in the queue leaves it releasable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-sighup-queued-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 6, []);
+    let t = 1_000_000;
+    const memory = { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 };
+    const { manager, lines } = setup({ now: () => t, memory, budgetTokens: 10_000_000 });
+    // Read, not applied yet: the model is empty and has no offset.
+    const s = manager.enqueue(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset, p.part(0).toOffset);
+    expect(s.tailOffset).toBeUndefined();
+    manager.reconfigure({ budgetTokens: 9_000_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, memory });
+    await manager.settled();
+    const before = modelOf(s);
+    expect(before.tokens).toBeGreaterThan(0);
+    expect(s.replay.unreplayable).toBeUndefined();
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    await manager.requireLoaded('a');
+    expect(modelOf(s)).toEqual(before);
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+
+  it('shutdown while an edited session is being rebuilt: the rebuild stops, and nothing is written to the closed database', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-shutdown-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, [30, 45]);
+    let t = 1_000_000;
+    const counter = createTokenCounter();
+    let midRebuild: (() => void) | undefined;
+    const tokenCounter: TokenCounter = {
+      encoding: counter.encoding,
+      count: (text) => {
+        const act = midRebuild;
+        midRebuild = undefined;
+        act?.();
+        return counter.count(text);
+      },
+    };
+    const { manager, lines, db } = setup({ tokenCounter, now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(1).events, p.part(1).toOffset);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    let drained: Promise<void> | undefined;
+    midRebuild = () => {
+      drained = manager.drain();
+      db.close();
+    };
+    // An append arrives for the released session: it waits for the rebuild, which the shutdown interrupts.
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(2).events, p.part(2).toOffset);
+    await expect(manager.restore(s)).resolves.toBe(s);
+    await drained;
+    expect(lines.filter((l) => (l.level as number) >= 50).map((l) => l.msg)).toEqual([]);
+  });
+
+  it('a released tailed session then fed over the socket (session.sync) keeps the fed model: no rebuild from its transcript replaces it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-fed-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 6, []);
+    let t = 1_000_000;
+    const { manager } = setup({ budgetTokens: 10_000_000, now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    const messages = normalizeOpenAIMessages([{ role: 'user', content: 'the context the agent holds now' }]);
+    manager.feed('a', messages, 20_000);
+    const fed = s.model.messages();
+    expect(fed).toHaveLength(1);
+    // A request that reads the model (session.headroom, session.sections) restores it first.
+    await manager.requireLoaded('a');
+    expect(s.model.messages()).toEqual(fed);
+    expect(s.released).toBeUndefined();
+  });
+
+  it('the memory budget releases another session when the one it picked turns out unreplayable (its plan row lost after the ack)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-refused-'));
+    dirs.push(dir);
+    const a = parts(dir, 'a', 8, []);
+    const b = parts(dir, 'b', 8, [], 'b');
+    const c = parts(dir, 'c', 2, [], 'c');
+    let t = 1_000_000;
+    const loop = (maxSessionTokens: number) => ({ budgetTokens: 10_000_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, memory: { maxSessionTokens, releaseAfterMs: 0, idleReleaseMs: 0 } });
+    const { manager, db } = setup({ budgetTokens: 10_000_000, now: () => t, memory: loop(0).memory });
+    const sa = manager.ingest(a.file, 'a', 'openai-chat', a.part(0).events, a.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, [plan.edits[0]?.editId as string], undefined);
+    db.prepare('DELETE FROM plans WHERE plan_id = ?').run(plan.planId);
+    t += 10;
+    const sb = manager.ingest(b.file, 'b', 'openai-chat', b.part(0).events, b.part(0).toOffset);
+    // Room for what a and b hold now; c is smaller than either.
+    const budget = manager.heldTokens();
+    const smallest = Math.min(sa.model.tokens(), sb.model.tokens());
+    manager.reconfigure(loop(budget));
+    t += 10;
+    const sc = manager.ingest(c.file, 'c', 'openai-chat', c.part(0).events, c.part(0).toOffset);
+    expect(sc.model.tokens()).toBeLessThan(smallest);
+    // a (the oldest) would have been enough, but its edits cannot be replayed: it stays, and b goes instead.
+    expect(sa.released).toBeUndefined();
+    expect(sb.released).toBeDefined();
+    expect(manager.heldTokens()).toBeLessThanOrEqual(budget);
   });
 });
