@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import Database from 'better-sqlite3';
 import { mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +45,7 @@ function setup(opts: { tokenCounter?: TokenCounter; budgetTokens?: number; full?
   const logger = pino({ level: 'debug' }, sink);
   const freed: number[] = [];
   const archive = new Archive(db);
+  const plans = new PlanLog(db);
   if (opts.archived) {
     // the real archive, with `archived` run right after each write: what lands in the step before publishing
     const put = archive.putMany.bind(archive);
@@ -56,7 +58,7 @@ function setup(opts: { tokenCounter?: TokenCounter; budgetTokens?: number; full?
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
     { budgetTokens: opts.budgetTokens ?? 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: opts.tokenCounter ?? createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans: new PlanLog(db), memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: opts.tokenCounter ?? createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans, memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -71,7 +73,7 @@ function setup(opts: { tokenCounter?: TokenCounter; budgetTokens?: number; full?
       for (;;) db.prepare(`INSERT INTO headroom_samples (session_id, at, tokens, total, reserve_ratio, headroom, sections, reason) VALUES ('x', 0, 0, 1, 0.15, 1, 0, 'filler')`).run();
     }).toThrow(/full/);
   }
-  return { db, lines, manager, freed };
+  return { db, lines, manager, freed, plans };
 }
 
 function events(rounds: number): TranscriptEvent[] {
@@ -1350,5 +1352,54 @@ describe('SessionManager release of a session with applied edits: what the revie
     expect(sa.released).toBeUndefined();
     expect(sb.released).toBeDefined();
     expect(manager.heldTokens()).toBeLessThanOrEqual(budget);
+  });
+});
+
+describe('SessionManager rebuild while the plan log cannot be read', () => {
+  it('a transient error reading the plan log keeps the session released with its edits to replay: the request gets STORE_FAILED, an append waits, and the next request once it reads again rebuilds the model with its edits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-busy-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, [30]);
+    let t = 1_000_000;
+    const { manager, lines, plans } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    const edited = modelOf(s);
+    // What the model is once the append waiting below is applied to it (the reference, with the edits).
+    const ref = setup({ now: () => t });
+    const r = ref.manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    applyPlan(r.model, plan, plan.edits.map((e) => e.editId));
+    ref.manager.ingest(p.file, 'a', 'openai-chat', p.part(1).events, p.part(1).toOffset);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+
+    // The database is busy (another process holds it): every read of the plan log fails for now.
+    let busy = true;
+    for (const m of ['get', 'appliedAt'] as const) {
+      const real = plans[m].bind(plans);
+      plans[m] = ((id: string) => {
+        if (busy) throw new Database.SqliteError('database is locked', 'SQLITE_BUSY');
+        return real(id);
+      }) as never;
+    }
+    await expect(manager.requireLoaded('a')).rejects.toMatchObject({ code: 'STORE_FAILED' });
+    expect(s.released).toBeDefined();
+    expect(s.replay.steps).toHaveLength(1);
+    // An append meanwhile waits for the rebuild; it is not applied to a model without the edits.
+    manager.ingest(p.file, 'a', 'openai-chat', p.part(1).events, p.part(1).toOffset);
+    await new Promise((done) => setImmediate(done));
+    expect(s.released).toBeDefined();
+    await expect(manager.requireLoaded('a')).rejects.toMatchObject({ code: 'STORE_FAILED' });
+    const said = lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('released session not rebuilt now: the plan log cannot be read'));
+    expect(said).toHaveLength(1);
+    expect(lines.some((l) => l.msg === 'released session rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log')).toBe(false);
+
+    busy = false;
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    expect(modelOf(s)).toEqual(modelOf(r));
+    expect(modelOf(s)).not.toEqual(edited);
+    expect(lines.filter((l) => l.msg === 'released session rebuilt from its transcript').map((l) => l.plansReplayed)).toEqual([1]);
   });
 });
