@@ -62,6 +62,8 @@ export class LiveSession {
   readonly pending: { readonly events: readonly TranscriptEvent[]; readonly toOffset: number | undefined }[] = [];
   /** The rebuild under way, if any. */
   restoring: Promise<void> | undefined;
+  /** Set while the plan log cannot be read for a rebuild: the next retry's delay and its timer (owned by the session manager). */
+  rebuildRetry: { delayMs: number; timer: NodeJS.Timeout | undefined } | undefined;
   /**
    * The plan of this session being made (not a dry run), if any: a manual plan waits for it, so
    * one session never has two at once (owned by the session manager).

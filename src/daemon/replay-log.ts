@@ -78,7 +78,8 @@ const APPLIED = new Set(['applied', 'partially-applied']);
 /**
  * Why the plan log cannot replay `steps` (a plan's row missing, not applied, or stored with other
  * edits or another offset than the step), or undefined when it can. Reads no plan body (cheap: it
- * is asked before a session is released).
+ * is asked before a session is released). Throws STORE_FAILED or STORE_FULL when the plan log
+ * cannot be read now: that says nothing about the rows (retry), unlike a reason returned.
  */
 export function checkSteps(steps: readonly ModelStep[], plans: PlanLog): string | undefined {
   for (const step of steps) {
@@ -92,7 +93,11 @@ export function checkSteps(steps: readonly ModelStep[], plans: PlanLog): string 
   return undefined;
 }
 
-/** `steps` with their plans and chosen edits read from the plan log, or why they cannot be replayed. */
+/**
+ * `steps` with their plans and chosen edits read from the plan log, or why they cannot be replayed
+ * (a row missing or corrupt: for good). Throws STORE_FAILED or STORE_FULL when the plan log cannot
+ * be read now (e.g. SQLITE_BUSY): the rows may be fine, so the caller retries later.
+ */
 export function resolveSteps(steps: readonly ModelStep[], plans: PlanLog): ResolvedStep[] | string {
   const why = checkSteps(steps, plans);
   if (why !== undefined) return why;
@@ -102,12 +107,7 @@ export function resolveSteps(steps: readonly ModelStep[], plans: PlanLog): Resol
       out.push(step);
       continue;
     }
-    let stored;
-    try {
-      stored = plans.get(step.planId);
-    } catch (err) {
-      return `plan ${step.planId} cannot be read from the plan log: ${(err as Error).message}`;
-    }
+    const stored = plans.get(step.planId);
     const plan = stored?.plan as Plan | undefined;
     const editIds = stored?.appliedEditIds;
     if (!plan || !editIds || !isPlanBody(plan)) return `plan ${step.planId} in the plan log is not a plan`;

@@ -8,7 +8,7 @@ import { applyPlan, archiveEntries, originalsOf, planCompaction, planStanding, r
 import { readTranscriptPrefix, type ReadIdentity } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
 import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
-import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import { ContextdError, ErrorCode, describeError, isContextdError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
 import { LiveSession, type ProxiedLink } from './live-session.js';
@@ -97,6 +97,10 @@ export const INGEST_HIGH_WATER_BYTES = 8 * 1024 * 1024;
  * (`memory.maxSessionTokens` bounds models and their queued lines together).
  */
 export const QUEUED_BYTES_PER_TOKEN = 4;
+
+/** First and longest wait before a rebuild is tried again after the plan log could not be read. */
+const REBUILD_RETRY_MS = 1000;
+const REBUILD_RETRY_MAX_MS = 60_000;
 
 export interface SessionManagerEvents {
   /** A plan was made and stored; the daemon pushes it to subscribers, or marks it advisory. */
@@ -309,10 +313,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   private ingestInto(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
-    const { sessionId, file } = s;
     if (s.released) {
       s.pending.push({ events, toOffset });
-      this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId, file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
+      this.restore(s).then(undefined, (err: unknown) => this.notRebuilt(s, err));
       return;
     }
     this.apply(s, events, toOffset);
@@ -497,7 +500,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     if (!rebuildFits(tokens, this.heldTokens() + this.queuedTokens(), budget.maxSessionTokens)) return;
     this.rebuildDue.delete(s);
-    this.restore(s).then(undefined, (err: unknown) => this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request'));
+    this.restore(s).then(undefined, (err: unknown) => this.notRebuilt(s, err));
   }
 
   /**
@@ -541,7 +544,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       try {
         steps = resolveSteps(s.replay.steps, this.deps.plans);
       } catch (err) {
-        steps = `the plan log cannot be read: ${describeError(err)}`;
+        // The plan log cannot be read now (SQLITE_BUSY, an I/O error), which says nothing about its
+        // rows: the session stays released with its steps, and the rebuild is tried again later.
+        throw this.planLogUnreadable(s, err);
       }
     }
     const replayed = typeof steps === 'string' ? [] : steps;
@@ -594,11 +599,48 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.tailOffset = r.offset;
     s.released = undefined;
     this.rebuildDue.delete(s);
+    if (s.rebuildRetry) {
+      clearTimeout(s.rebuildRetry.timer);
+      s.rebuildRetry = undefined;
+      this.log.info({ sessionId: s.sessionId }, 'the plan log can be read again: released session rebuilt with its applied edits');
+    }
     s.life.restored(model.version);
     this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length, plansReplayed: failed === undefined ? replayed.filter((st) => st.kind === 'edits').length : 0 }, 'released session rebuilt from its transcript');
     const pending = s.pending.splice(0);
     for (const p of pending) this.apply(s, p.events, p.toOffset);
     this.enforceBudget(s);
+  }
+
+  /**
+   * The plan log could not be read for `s`'s rebuild: said once until a rebuild succeeds, and
+   * when lines wait for the model (appended, or dropped with it) the rebuild is tried again after
+   * a backoff (1 s doubling to 1 min); else on the next append or request. Returns the error the
+   * request that asked for the model gets.
+   */
+  private planLogUnreadable(s: LiveSession, err: unknown): ContextdError {
+    const why = describeError(err);
+    if (!s.rebuildRetry) {
+      s.rebuildRetry = { delayMs: REBUILD_RETRY_MS, timer: undefined };
+      this.log.error({ sessionId: s.sessionId, file: s.file, err: why, steps: s.replay.steps.length }, 'released session not rebuilt now: the plan log cannot be read; it stays released with its applied edits and is rebuilt once the plan log can be read');
+    } else this.log.debug({ sessionId: s.sessionId, err: why }, 'released session still not rebuilt: the plan log cannot be read');
+    const retry = s.rebuildRetry;
+    const r = s.released;
+    if (retry.timer === undefined && r && (s.pending.length > 0 || r.offset > r.modelOffset)) {
+      retry.timer = setTimeout(() => {
+        retry.timer = undefined;
+        if (this.closing || !s.released || this.sessions.get(s.sessionId) !== s) return;
+        this.restore(s).then(undefined, (e: unknown) => this.notRebuilt(s, e));
+      }, retry.delayMs);
+      retry.timer.unref();
+      retry.delayMs = Math.min(retry.delayMs * 2, REBUILD_RETRY_MAX_MS);
+    }
+    return new ContextdError(ErrorCode.STORE_FAILED, `session "${s.sessionId}" cannot be rebuilt now: the plan log cannot be read (${why}); it stays released and is rebuilt once it can be — try again`, { sessionId: s.sessionId, planLogUnreadable: true }, { cause: err });
+  }
+
+  /** A rebuild nobody awaited failed: logged (a plan log that cannot be read was said already). */
+  private notRebuilt(s: LiveSession, err: unknown): void {
+    if (isContextdError(err, ErrorCode.STORE_FAILED) && err.details?.planLogUnreadable === true) return;
+    this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request');
   }
 
   /**

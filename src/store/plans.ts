@@ -98,8 +98,18 @@ export class PlanLog {
     return r ? { status: r.status, editIds: parseIds(r.applied_edit_ids), offset: r.applied_offset ?? undefined } : undefined;
   }
 
+  /**
+   * The plan with this id (undefined: no such plan). A body that is not JSON reads as `plan:
+   * undefined` (the row is corrupt); a failed read throws STORE_FAILED or STORE_FULL (the
+   * database could not be read now, e.g. SQLITE_BUSY: worth retrying).
+   */
   get(planId: string): StoredPlan | undefined {
-    const r = this.byId.get(planId) as Row | undefined;
+    let r: Row | undefined;
+    try {
+      r = this.byId.get(planId) as Row | undefined;
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot read plan');
+    }
     if (!r) return undefined;
     return {
       planId: r.plan_id,
@@ -109,7 +119,7 @@ export class PlanLog {
       statusReason: r.status_reason ?? undefined,
       headroomBefore: r.headroom_before,
       headroomAfter: r.headroom_after,
-      plan: JSON.parse(r.plan) as unknown,
+      plan: parseBody(r.plan),
       appliedEditIds: parseIds(r.applied_edit_ids),
       appliedOffset: r.applied_offset ?? undefined,
     };
@@ -119,6 +129,15 @@ export class PlanLog {
     return (this.db.prepare(`SELECT plan_id FROM plans WHERE session_id = ? ORDER BY created_at`).all(sessionId) as { plan_id: string }[])
       .map((r) => this.get(r.plan_id))
       .filter((p): p is StoredPlan => p !== undefined);
+  }
+}
+
+/** A stored plan body, or undefined when it is not JSON. */
+function parseBody(json: string): unknown {
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    return undefined;
   }
 }
 
