@@ -1395,8 +1395,9 @@ describe('SessionManager rebuild while the plan log cannot be read', () => {
     expect(said).toHaveLength(1);
     expect(lines.some((l) => l.msg === 'released session rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log')).toBe(false);
 
+    // Readable again: the append that waits brings the rebuild back by itself (retried after a backoff), with the edits.
     busy = false;
-    await manager.requireLoaded('a');
+    for (let i = 0; i < 100 && s.released; i++) await new Promise((done) => setTimeout(done, 50));
     expect(s.released).toBeUndefined();
     expect(modelOf(s)).toEqual(modelOf(r));
     expect(modelOf(s)).not.toEqual(edited);
