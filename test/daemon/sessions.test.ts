@@ -30,7 +30,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function setup(opts: { tokenCounter?: TokenCounter; budgetTokens?: number; full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void } = {}) {
+function setup(opts: { tokenCounter?: TokenCounter; budgetTokens?: number; full?: boolean; redact?: boolean; archiveFilter?: ArchiveFilter; now?: () => number; idleTimeoutMs?: number; maxConcurrentPlans?: number; summarizer?: Summarizer; memory?: MemoryBudget; tailedFile?: (file: string) => ReadIdentity | undefined; archived?: () => void; hasSubscribers?: (sessionId: string) => boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-sessions-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
@@ -58,7 +58,7 @@ function setup(opts: { tokenCounter?: TokenCounter; budgetTokens?: number; full?
   const manager = new SessionManager(
     // turnSliceMs 0: one turn per event-loop iteration, so tests assert order, never time.
     { budgetTokens: opts.budgetTokens ?? 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}), ...(opts.maxConcurrentPlans !== undefined ? { maxConcurrentPlans: opts.maxConcurrentPlans } : {}), ...(opts.memory ? { memory: opts.memory } : {}) },
-    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: opts.tokenCounter ?? createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans, memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}) },
+    { logger, ...(opts.now ? { now: opts.now } : {}), tokenCounter: opts.tokenCounter ?? createTokenCounter(), summarizer: opts.summarizer ?? createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive, plans, memoryFreed: () => freed.push(1), ...(opts.archiveFilter ? { archiveFilter: opts.archiveFilter } : opts.redact ? { archiveFilter: redactMessages } : {}), ...(opts.tailedFile ? { tailedFile: opts.tailedFile } : {}), ...(opts.hasSubscribers ? { hasSubscribers: opts.hasSubscribers } : {}) },
   );
   managers.push(manager);
   if (opts.full) {
@@ -1402,5 +1402,30 @@ describe('SessionManager rebuild while the plan log cannot be read', () => {
     expect(modelOf(s)).toEqual(modelOf(r));
     expect(modelOf(s)).not.toEqual(edited);
     expect(lines.filter((l) => l.msg === 'released session rebuilt from its transcript').map((l) => l.plansReplayed)).toEqual([1]);
+  });
+});
+
+describe('SessionManager planning after a rebuild', () => {
+  it('the advisory plan a release expired is made again from the rebuilt model, without waiting for an append', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-advisory-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 10, []);
+    let t = 1_000_000;
+    const { manager, db } = setup({ now: () => t, hasSubscribers: () => false, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const made: Plan[] = [];
+    manager.on('plan', (_s, plan) => made.push(plan));
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    for (let i = 0; i < 100 && made.length === 0; i++) await new Promise((done) => setTimeout(done, 20));
+    expect(made).toHaveLength(1);
+    const first = made[0] as Plan;
+    // Past the advisory throttle: nothing but the release holds a new plan back.
+    t += 24 * 3600_000;
+    expect(manager.releaseIdle()).toBe(1);
+    expect(new PlanLog(db).get(first.planId)?.status).toBe('expired');
+    await manager.requireLoaded('a');
+    expect(s.released).toBeUndefined();
+    for (let i = 0; i < 100 && made.length === 1; i++) await new Promise((done) => setTimeout(done, 20));
+    expect(made).toHaveLength(2);
+    expect(s.life.openPlanCount).toBe(1);
   });
 });
