@@ -251,9 +251,14 @@ export class SessionLifecycle {
     return true;
   }
 
-  /** The model leaves memory: its open plans, advisory ones (`releasable`), expire. Returns their ids. */
+  /**
+   * The model leaves memory: its open plans, advisory ones (`releasable`), expire. Returns their
+   * ids. A plan expired so is no longer the model's plan: the rebuilt model is planned from again.
+   */
   releasing(): string[] {
-    return this.expireAll();
+    const ids = this.expireAll();
+    if (ids.length > 0) this.lastPlannedVersion = -1;
+    return ids;
   }
 
   /**

@@ -608,6 +608,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length, plansReplayed: failed === undefined ? replayed.filter((st) => st.kind === 'edits').length : 0 }, 'released session rebuilt from its transcript');
     const pending = s.pending.splice(0);
     for (const p of pending) this.apply(s, p.events, p.toOffset);
+    // No append to ask: whether to plan from the rebuilt model (its advisory plan expired with the release).
+    if (pending.length === 0) this.consider(s, zoneOf(model.headroom(), this.options));
     this.enforceBudget(s);
   }
 
