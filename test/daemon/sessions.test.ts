@@ -1429,3 +1429,26 @@ describe('SessionManager planning after a rebuild', () => {
     expect(s.life.openPlanCount).toBe(1);
   });
 });
+
+describe('SessionManager subscribe to a released session', () => {
+  it('a release between the subscribe\'s rebuild and its subscribed() does not leave the empty placeholder model answered: it is rebuilt again, and no 0-token headroom sample is stored', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-subscribe-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 2, []);
+    let t = 1_000_000;
+    const { manager, db } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const before = modelOf(s);
+    expect(s.model.headroom().headroom).toBeLessThan(0.99);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    // session.subscribe rebuilds it, replies, and calls subscribed() on the next tick; the budget released it in between.
+    await manager.restore(s);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    await manager.subscribed(s);
+    expect(s.released).toBeUndefined();
+    expect(modelOf(s)).toEqual(before);
+    expect(new HeadroomLog(db).list('a').map((x) => x.tokens)).not.toContain(0);
+  });
+});
