@@ -445,8 +445,12 @@ export class Daemon {
         // After the subscribe reply is written: the current plan, or a fresh one, at once.
         setImmediate(() => {
           if (this.stopping || !this.subscriptions.has(connId, session.sessionId)) return;
-          const current = this.sessions?.subscribed(session);
-          if (current) this.server?.notify(connId, 'compaction.proposed', current);
+          void this.sessions?.subscribed(session).then(
+            (current) => {
+              if (current && !this.stopping && this.subscriptions.has(connId, session.sessionId)) this.server?.notify(connId, 'compaction.proposed', current);
+            },
+            (err: unknown) => this.log.warn({ sessionId: session.sessionId, err: describeError(err) }, 'subscribed session not rebuilt: its plan follows its next rebuild'),
+          );
         });
       },
       harvest: (session, outcome, connId) => {

@@ -825,9 +825,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /**
    * A client subscribed to the session: the current open plan, to push to it at once, or
-   * undefined — then a fresh plan is made at once when the zone calls for one.
+   * undefined — then a fresh plan is made at once when the zone calls for one. A session
+   * released since the subscribe's reply (the memory budget) is rebuilt first: the lifecycle is
+   * asked about the model, never about the empty placeholder a release leaves.
    */
-  subscribed(s: LiveSession): Plan | undefined {
+  async subscribed(s: LiveSession): Promise<Plan | undefined> {
+    // Nothing is released between the end of restore() and the code after the await (no I/O, no timer between).
+    if (s.released) await this.restore(s);
+    if (s.released || this.sessions.get(s.sessionId) !== s) return undefined;
     const open = s.life.onSubscribe(this.now());
     if (open) return open.plan;
     this.afterChange(s);
