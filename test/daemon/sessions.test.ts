@@ -264,21 +264,38 @@ describe('SessionManager release and rebuild', () => {
 });
 
 /**
- * A transcript on disk split in two halves (the first applied, the second read and queued), each
- * line parsed at its byte offset as the tailer's decoder reads it (message ids derive from it).
+ * A transcript on disk cut into parts at line boundaries (`cuts`: line indexes), each part's lines
+ * parsed at their byte offsets as the tailer's decoder reads them.
  */
-function halves(dir: string, name: string, rounds: number, variant?: string) {
+function parts(dir: string, name: string, rounds: number, cuts: readonly number[], variant?: string) {
   const file = join(dir, `${name}.jsonl`);
   const text = demoTranscriptJsonl({ rounds, ...(variant ? { variant } : {}) });
   writeFileSync(file, text);
   const lines = text.split('\n').filter(Boolean);
   const adapter = createOpenAIChatAdapter();
   const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
-  const parse = (ls: string[], from: number): TranscriptEvent[] => ls.flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number));
-  const half = Math.floor(lines.length / 2);
-  const appliedBytes = Buffer.byteLength(lines.slice(0, half).join('\n') + '\n');
-  const total = Buffer.byteLength(text);
-  return { file, all: () => parse(lines, 0), first: () => parse(lines.slice(0, half), 0), second: () => parse(lines.slice(half), half), appliedBytes, total };
+  const bounds = [0, ...cuts, lines.length];
+  return {
+    file,
+    count: bounds.length - 1,
+    /** Part `k`: its events and the offset just past its last line. */
+    part: (k: number) => {
+      const [from, to] = [bounds[k] as number, bounds[k + 1] as number];
+      return { events: lines.slice(from, to).flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number)), toOffset: to < lines.length ? (offsets[to] as number) : Buffer.byteLength(text) };
+    },
+  };
+}
+
+/**
+ * A transcript on disk split in two halves (the first applied, the second read and queued), each
+ * line parsed at its byte offset as the tailer's decoder reads it (message ids derive from it).
+ */
+function halves(dir: string, name: string, rounds: number, variant?: string) {
+  const lineCount = demoTranscriptJsonl({ rounds, ...(variant ? { variant } : {}) }).split('\n').filter(Boolean).length;
+  const p = parts(dir, name, rounds, [Math.floor(lineCount / 2)], variant);
+  const first = () => p.part(0).events;
+  const second = () => p.part(1).events;
+  return { file: p.file, all: () => [...first(), ...second()], first, second, appliedBytes: p.part(0).toOffset, total: p.part(1).toOffset };
 }
 
 describe('SessionManager release with lines read but not applied', () => {
@@ -969,29 +986,6 @@ describe('SessionManager shutdown', () => {
     expect(manager.get('q0')?.model.tokens()).toBe(0);
   });
 });
-
-/**
- * A transcript on disk cut into parts at line boundaries (`cuts`: line indexes), each part's lines
- * parsed at their byte offsets as the tailer's decoder reads them.
- */
-function parts(dir: string, name: string, rounds: number, cuts: readonly number[], variant?: string) {
-  const file = join(dir, `${name}.jsonl`);
-  const text = demoTranscriptJsonl({ rounds, ...(variant ? { variant } : {}) });
-  writeFileSync(file, text);
-  const lines = text.split('\n').filter(Boolean);
-  const adapter = createOpenAIChatAdapter();
-  const offsets = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
-  const bounds = [0, ...cuts, lines.length];
-  return {
-    file,
-    count: bounds.length - 1,
-    /** Part `k`: its events and the offset just past its last line. */
-    part: (k: number) => {
-      const [from, to] = [bounds[k] as number, bounds[k + 1] as number];
-      return { events: lines.slice(from, to).flatMap((l, i) => adapter.parseLine(JSON.parse(l) as Record<string, unknown>, offsets[from + i] as number)), toOffset: to < lines.length ? (offsets[to] as number) : Buffer.byteLength(text) };
-    },
-  };
-}
 
 /** What a model is, for "the same model": its sections (ids, scores, …), messages and headroom. */
 function modelOf(s: { model: { sections(): unknown; messages(): unknown; headroom(): unknown; tokens(): number } }) {
