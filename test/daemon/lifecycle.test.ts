@@ -164,5 +164,13 @@ describe('memory budget decisions', () => {
     l.released(9);
     l.restored(3);
     expect(l.nextStep('soft', 3, false, 1e9, o)).toEqual({ kind: 'plan', mode: 'soft', advisory: true });
+    // Planned from at release, but that plan was advisory and expired with the release: planned from again.
+    l.planStarted(3, 1e9, true);
+    l.planFinished();
+    l.propose(plan('p3'), false);
+    expect(l.releasing()).toEqual(['p3']);
+    l.released(3);
+    l.restored(4);
+    expect(l.nextStep('soft', 4, false, 3e9, o)).toEqual({ kind: 'plan', mode: 'soft', advisory: true });
   });
 });
