@@ -1446,3 +1446,34 @@ describe('SessionManager subscribe to a released session', () => {
     expect(new HeadroomLog(db).list('a').map((x) => x.tokens)).not.toContain(0);
   });
 });
+
+describe('SessionManager release while the plan log cannot be read', () => {
+  it('a transient error reading the plan log before a release keeps the session for now, not for good: it is released once the plan log reads again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-busy-check-'));
+    dirs.push(dir);
+    const p = parts(dir, 'a', 8, []);
+    let t = 1_000_000;
+    const { manager, lines, plans } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
+    const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
+    const plan = await manager.compactNow('a', 0.9999, false);
+    manager.acknowledge(plan.planId, true, undefined, undefined);
+    let busy = true;
+    const real = plans.appliedAt.bind(plans);
+    plans.appliedAt = (id) => {
+      if (busy) throw new Database.SqliteError('database is locked', 'SQLITE_BUSY');
+      return real(id);
+    };
+    t += 10;
+    expect(manager.releaseIdle()).toBe(0);
+    t += 10;
+    expect(manager.releaseIdle()).toBe(0);
+    expect(s.replay.unreplayable).toBeUndefined();
+    expect(lines.filter((l) => l.msg === 'session not released now: the plan log cannot be read to check its applied edits; tried again at the next release')).toHaveLength(1);
+    busy = false;
+    t += 10;
+    expect(manager.releaseIdle()).toBe(1);
+    const before = s.released?.headroom;
+    await manager.requireLoaded('a');
+    expect(s.model.headroom().countedTokens).toBe(before?.countedTokens);
+  });
+});
