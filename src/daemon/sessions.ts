@@ -170,6 +170,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly gate = new ReadGate<LiveSession>();
   /** Sessions released with lines read but not applied: their turn rebuilds them once the budget has room (`rebuildDropped`). */
   private readonly rebuildDue = new RebuildList<LiveSession>();
+  /** Sessions whose check before a release could not read the plan log (said once until it can). */
+  private readonly checkUnreadable = new WeakSet<LiveSession>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -383,12 +385,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
     // Runs on every append: the cheap sum first; candidates (and their subscriber lookups) only when over.
     if (budget.maxSessionTokens <= 0 || this.heldTokens() + this.queuedTokens() <= budget.maxSessionTokens) return;
-    // A session found unreplayable stays (`release`), and no longer counts as releasable: choose again.
+    // A session that cannot be released now (`release`: unreplayable, or the plan log cannot be read) no longer counts as releasable: choose again.
+    const refused = new Set<LiveSession>();
     for (let again = true; again; ) {
       again = false;
-      for (const id of sessionsToRelease(this.held(keep), budget, this.now())) {
+      for (const id of sessionsToRelease(this.held(keep, refused), budget, this.now())) {
         const s = this.sessions.get(id);
-        if (s && !this.release(s, 'memory budget')) again = true;
+        if (s && !this.release(s, 'memory budget')) {
+          refused.add(s);
+          again = true;
+        }
       }
     }
   }
@@ -421,8 +427,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return (s ? this.queued.bytesOf(s) : this.queued.bytes) / QUEUED_BYTES_PER_TOKEN;
   }
 
-  /** The in-memory tailed sessions as the memory budget sees them. */
-  private held(keep: LiveSession | undefined): HeldSession[] {
+  /** The in-memory tailed sessions as the memory budget sees them (`refused`: not releasable now). */
+  private held(keep: LiveSession | undefined, refused?: ReadonlySet<LiveSession>): HeldSession[] {
     return [...this.sessions.values()]
       .filter((s) => s.source === 'transcript' && !s.released)
       .map((s) => ({
@@ -431,7 +437,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         tokens: s.model.tokens() + this.queuedTokens(s),
         lastActivityAt: s.lastActivityAt,
         // (during the first scan a session's queue may hold all of it: released then, status would show it empty)
-        releasable: s !== keep && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && s.replay.unreplayable === undefined && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
+        releasable: s !== keep && refused?.has(s) !== true && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && s.replay.unreplayable === undefined && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
         subscribed: this.subscribedTo(s),
       }));
   }
@@ -467,7 +473,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /**
    * Whether the plan log can replay what `s`'s model holds besides its transcript (its applied
    * edits: `checkSteps`). When it cannot, the session is marked for good and stays in memory: a
-   * rebuild would lose edits the agent applied.
+   * rebuild would lose edits the agent applied. When the plan log cannot be read now, it stays
+   * for now only (checked again at the next release).
    */
   private canReplay(s: LiveSession): boolean {
     if (s.replay.steps.length > 0 && s.replay.unreplayable === undefined) {
@@ -475,8 +482,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       try {
         why = checkSteps(s.replay.steps, this.deps.plans);
       } catch (err) {
-        why = `the plan log cannot be read: ${describeError(err)}`;
+        // The plan log cannot be read now (SQLITE_BUSY, an I/O error): nothing is known of its rows, so the session stays for now only.
+        if (!this.checkUnreadable.has(s)) this.log.warn({ sessionId: s.sessionId, err: describeError(err) }, 'session not released now: the plan log cannot be read to check its applied edits; tried again at the next release');
+        this.checkUnreadable.add(s);
+        return false;
       }
+      this.checkUnreadable.delete(s);
       if (why !== undefined) {
         s.replay.markUnreplayable(why);
         this.log.error({ sessionId: s.sessionId, why }, 'session kept in memory for good: its applied edits cannot be replayed from the plan log, and a rebuild from its transcript would lose them');
