@@ -610,9 +610,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.tailOffset = r.offset;
     s.released = undefined;
     this.rebuildDue.delete(s);
-    if (s.rebuildRetry) {
-      clearTimeout(s.rebuildRetry.timer);
-      s.rebuildRetry = undefined;
+    if (this.stopRebuildRetry(s)) {
       this.log.info({ sessionId: s.sessionId }, 'the plan log can be read again: released session rebuilt with its applied edits');
     }
     s.life.restored(model.version);
@@ -648,6 +646,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       retry.delayMs = Math.min(retry.delayMs * 2, REBUILD_RETRY_MAX_MS);
     }
     return new ContextdError(ErrorCode.STORE_FAILED, `session "${s.sessionId}" cannot be rebuilt now: the plan log cannot be read (${why}); it stays released and is rebuilt once it can be — try again`, { sessionId: s.sessionId, planLogUnreadable: true }, { cause: err });
+  }
+
+  /** The release ended (rebuilt, fed, rewritten): no rebuild to retry. True when one was due. */
+  private stopRebuildRetry(s: LiveSession): boolean {
+    if (!s.rebuildRetry) return false;
+    clearTimeout(s.rebuildRetry.timer);
+    s.rebuildRetry = undefined;
+    return true;
   }
 
   /** A rebuild nobody awaited failed: logged (a plan log that cannot be read was said already). */
@@ -729,6 +735,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       s.released = undefined;
       s.pending.length = 0;
       this.rebuildDue.delete(s);
+      this.stopRebuildRetry(s);
       s.model = this.newModel(sessionId, budgetTokens);
       s.history.clear();
       this.expire(sessionId, s.life.rebuilt(), 'the agent sent a different context');
@@ -786,6 +793,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.queuedOffset = undefined;
     s.model = this.newModel(sessionId);
     s.released = undefined;
+    this.stopRebuildRetry(s);
     s.pending.length = 0;
     s.tailOffset = undefined;
     s.replay.clear(); // the edits applied to what is gone are gone with it
