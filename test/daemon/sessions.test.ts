@@ -992,6 +992,36 @@ function modelOf(s: { model: { sections(): unknown; messages(): unknown; headroo
   return { sections: s.model.sections(), messages: s.model.messages(), headroom: s.model.headroom(), tokens: s.model.tokens() };
 }
 
+/**
+ * Release the one idle session, rebuild `id` on request, and check the rebuilt model is `before`
+ * with no error logged (the caller has moved its clock past the idle release).
+ */
+async function expectRebuiltAsBefore(manager: SessionManager, s: Parameters<typeof modelOf>[0], id: string, before: ReturnType<typeof modelOf>, lines: readonly Record<string, unknown>[]): Promise<void> {
+  expect(manager.releaseIdle()).toBe(1);
+  await manager.requireLoaded(id);
+  expect(modelOf(s)).toEqual(before);
+  expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+}
+
+/**
+ * A token counter that lets a test act in the middle of a rebuild (counting is what a rebuild
+ * does between its yields): set `mid.act`, and the next count runs it once, then clears it.
+ */
+function midRebuildCounter(): { tokenCounter: TokenCounter; mid: { act: (() => void) | undefined } } {
+  const counter = createTokenCounter();
+  const mid: { act: (() => void) | undefined } = { act: undefined };
+  const tokenCounter: TokenCounter = {
+    encoding: counter.encoding,
+    count: (text) => {
+      const act = mid.act;
+      mid.act = undefined;
+      act?.();
+      return counter.count(text);
+    },
+  };
+  return { tokenCounter, mid };
+}
+
 /** A dry-run plan without what differs from one run to the next (its id and time). */
 async function dryPlan(manager: SessionManager, sessionId: string) {
   const p = await manager.compactNow(sessionId, 0.9999, true);
@@ -1062,10 +1092,7 @@ describe('SessionManager release of a session with applied edits', () => {
     manager.ingest(p.file, 'a', 'openai-chat', p.part(2).events, p.part(2).toOffset);
     const before = modelOf(s);
     t += 10;
-    expect(manager.releaseIdle()).toBe(1);
-    await manager.requireLoaded('a');
-    expect(modelOf(s)).toEqual(before);
-    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+    await expectRebuiltAsBefore(manager, s, 'a', before, lines);
   });
 
   it('keeps in memory an edited session whose plan the plan log lost; one whose stored plan cannot be replayed is rebuilt from its transcript alone, as a new model, and says so', async () => {
@@ -1218,18 +1245,7 @@ describe('SessionManager release of a session with applied edits: what the revie
     let t = 1_000_000;
     const memory = { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 };
     const loop = (budgetTokens: number) => ({ budgetTokens, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0, memory });
-    // A counter that lets the test act in the middle of a rebuild (counting is what it does between its yields).
-    const counter = createTokenCounter();
-    let midRebuild: (() => void) | undefined;
-    const tokenCounter: TokenCounter = {
-      encoding: counter.encoding,
-      count: (text) => {
-        const act = midRebuild;
-        midRebuild = undefined;
-        act?.();
-        return counter.count(text);
-      },
-    };
+    const { tokenCounter, mid } = midRebuildCounter();
     const { manager } = setup({ tokenCounter, now: () => t, memory });
     const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
     const plan = await manager.compactNow('a', 0.9999, false);
@@ -1238,9 +1254,9 @@ describe('SessionManager release of a session with applied edits: what the revie
     expect(s.model.headroom().total).toBe(20_000);
     t += 10;
     expect(manager.releaseIdle()).toBe(1);
-    midRebuild = () => manager.reconfigure(loop(30_000));
+    mid.act = () => manager.reconfigure(loop(30_000));
     await manager.requireLoaded('a');
-    expect(midRebuild, 'the budget was reconfigured during the rebuild').toBeUndefined();
+    expect(mid.act, 'the budget was reconfigured during the rebuild').toBeUndefined();
     expect(s.model.headroom().total).toBe(30_000);
   });
 
@@ -1260,10 +1276,7 @@ describe('SessionManager release of a session with applied edits: what the revie
     expect(before.tokens).toBeGreaterThan(0);
     expect(s.replay.unreplayable).toBeUndefined();
     t += 10;
-    expect(manager.releaseIdle()).toBe(1);
-    await manager.requireLoaded('a');
-    expect(modelOf(s)).toEqual(before);
-    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+    await expectRebuiltAsBefore(manager, s, 'a', before, lines);
   });
 
   it('shutdown while an edited session is being rebuilt: the rebuild stops, and nothing is written to the closed database', async () => {
@@ -1271,17 +1284,7 @@ describe('SessionManager release of a session with applied edits: what the revie
     dirs.push(dir);
     const p = parts(dir, 'a', 8, [30, 45]);
     let t = 1_000_000;
-    const counter = createTokenCounter();
-    let midRebuild: (() => void) | undefined;
-    const tokenCounter: TokenCounter = {
-      encoding: counter.encoding,
-      count: (text) => {
-        const act = midRebuild;
-        midRebuild = undefined;
-        act?.();
-        return counter.count(text);
-      },
-    };
+    const { tokenCounter, mid } = midRebuildCounter();
     const { manager, lines, db } = setup({ tokenCounter, now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 1 } });
     const s = manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
     const plan = await manager.compactNow('a', 0.9999, false);
@@ -1290,7 +1293,7 @@ describe('SessionManager release of a session with applied edits: what the revie
     t += 10;
     expect(manager.releaseIdle()).toBe(1);
     let drained: Promise<void> | undefined;
-    midRebuild = () => {
+    mid.act = () => {
       drained = manager.drain();
       db.close();
     };
