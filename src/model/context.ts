@@ -66,8 +66,15 @@ export class LiveContext {
   /** Live entries in context order. */
   entries: Entry[] = [];
   readonly entryById = new Map<string, Entry>();
-  /** Message id → the summary entry that replaced it (so a truncate can still find it). */
+  /** Message id → the live summary entry that replaced it (so a truncate can still find it). */
   readonly replacedInto = new Map<string, Entry>();
+  /**
+   * Summary entry → the ids `replacedInto` maps to it, so they leave with it (the summary
+   * replaced in turn, or truncated): a dead summary kept as a target would hold its message,
+   * fragments and derived data for the session's lifetime, one per applied edit, for nothing
+   * (a truncate finds a dead entry and leaves the context as it is, as for an unknown id).
+   */
+  private readonly replacedIdsOf = new Map<Entry, string[]>();
   /** Section records in context order (may hold dead records until compactRecs()). */
   recs: SectionRec[] = [];
   private recsHaveDead = false;
@@ -254,11 +261,13 @@ export class LiveContext {
     const before = this.entries.slice(0, at).filter((e) => !goneEntries.has(e));
     const after = this.entries.slice(at).filter((e) => !goneEntries.has(e));
     this.entries = [...before, entry, ...after];
+    const absorbed: string[] = [];
     for (const e of goneEntries) {
-      e.live = false;
-      if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
+      this.forgetEntry(e);
       this.replacedInto.set(e.message.id, entry);
+      absorbed.push(e.message.id);
     }
+    this.replacedIdsOf.set(entry, absorbed);
     this.entryById.set(message.id, entry);
     const rec = this.newRec('summary', entry.frags, extra);
     this.compactRecs();
@@ -342,6 +351,16 @@ export class LiveContext {
       }
     }
     this.densityStale.clear();
+  }
+
+  /** An entry leaves the context: its id, and the ids replaced into it (a summary), are no longer found. */
+  private forgetEntry(e: Entry): void {
+    e.live = false;
+    if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
+    const ids = this.replacedIdsOf.get(e);
+    if (!ids) return;
+    this.replacedIdsOf.delete(e);
+    for (const id of ids) if (this.replacedInto.get(id) === e) this.replacedInto.delete(id);
   }
 
   /** Forgets a leaving section's density links; sections that matched it best are recomputed. */
@@ -567,8 +586,7 @@ export class LiveContext {
     this.entries = this.entries.slice(0, at + 1);
     this.dropMessageList();
     for (const e of dropped) {
-      e.live = false;
-      if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
+      this.forgetEntry(e);
       for (const f of e.frags) this.detach(f);
     }
     this.compactRecs();
@@ -582,6 +600,7 @@ export class LiveContext {
     this.entries = [];
     this.entryById.clear();
     this.replacedInto.clear();
+    this.replacedIdsOf.clear();
     for (const r of this.recs) r.live = false;
     this.recs = [];
     this.recsHaveDead = false;
