@@ -38,10 +38,11 @@ export function messageListCopies(): number {
 const SHARED_BINS_FROM = 16;
 
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
-  rec.maxNewerRec?.argmaxOf.delete(rec);
+  const before = rec.maxNewerRec;
+  if (before?.argmaxOf?.delete(rec) && before.argmaxOf.size === 0) before.argmaxOf = undefined;
   rec.maxNewerRec = best;
   rec.maxNewer = sim;
-  best?.argmaxOf.add(rec);
+  if (best) (best.argmaxOf ??= new Set()).add(rec);
 }
 
 /** Index of the first of `members` (sorted by seq) with a seq above `seq`. */
@@ -145,8 +146,8 @@ export class LiveContext {
     for (const rec of this.recs) {
       rec.stats = EMPTY_TERM_VECTOR;
       rec.features = undefined;
-      for (const x of rec.argmaxOf) x.maxNewerRec = undefined;
-      rec.argmaxOf.clear();
+      for (const x of rec.argmaxOf ?? []) x.maxNewerRec = undefined;
+      rec.argmaxOf = undefined;
       rec.maxNewerRec = undefined;
       rec.maxNewer = 0;
       if (rec.live) this.featuresDirty.add(rec);
@@ -294,7 +295,7 @@ export class LiveContext {
     for (const rec of dirty) {
       rec.features = computeFeatures(rec);
       // Whoever matched this section best must look again (its text changed).
-      for (const x of rec.argmaxOf) this.densityStale.add(x);
+      for (const x of rec.argmaxOf ?? []) this.densityStale.add(x);
       this.densityStale.add(rec);
     }
     // Each group's live members in seq order (a group's set is filled in creation order, but a
@@ -365,12 +366,12 @@ export class LiveContext {
 
   /** Forgets a leaving section's density links; sections that matched it best are recomputed. */
   private unlinkDensity(rec: SectionRec): void {
-    for (const x of rec.argmaxOf) {
+    for (const x of rec.argmaxOf ?? []) {
       x.maxNewerRec = undefined;
       x.maxNewer = 0;
       this.densityStale.add(x);
     }
-    rec.argmaxOf.clear();
+    rec.argmaxOf = undefined;
     setBest(rec, undefined, 0);
     this.densityStale.delete(rec);
   }
@@ -469,7 +470,7 @@ export class LiveContext {
       features: undefined,
       maxNewer: 0,
       maxNewerRec: undefined,
-      argmaxOf: new Set(),
+      argmaxOf: undefined,
       groupKey: groupKeyOf(base, extra.toolName),
       live: true,
       messages: undefined,
