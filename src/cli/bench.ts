@@ -74,7 +74,7 @@ async function run(scenario: Exclude<Scenario, 'all'>, corpusDir: string, load: 
     }
     case 'memory': {
       const { benchMemory } = await import('../bench/memory.js');
-      return { ...(await benchMemory()), unscored: await benchMemory({ scored: false }), withPlans: await benchMemory({ plan: true }) };
+      return { ...(await benchMemory()), unscored: await benchMemory({ scored: false }), withPlans: await benchMemory({ plan: true }), edited: await benchMemory({ sessions: 2, rounds: 100, editEveryLines: 5, planBudgetTokens: 20_000 }) };
     }
     case 'proxy': {
       const { benchProxy } = await import('../bench/proxy.js');

@@ -88,31 +88,52 @@ export interface BuiltSummary {
 /**
  * A bounded map of summaries by input key, so a re-plan after one appended line is cheap: an
  * edit whose inputs did not change is neither summarized, survival-checked nor counted again.
+ *
+ * Its owner ends each plan with `endPlan`, which drops the summaries the last few plans did not
+ * use: a key names its messages, so once they are replaced (the edit applied) or its run changed,
+ * it is never asked for again. Without it a session under load kept ~1,500 dead summaries and
+ * their keys (~3 MiB for a 48k-token session: more heap than its model) up to the size bound.
  */
 export class SummaryCache {
-  private readonly map = new Map<string, BuiltSummary>();
+  private readonly map = new Map<string, { readonly built: BuiltSummary; plan: number }>();
+  private plans = 0;
   constructor(private readonly maxEntries = 2_000) {}
   get(key: string): string | undefined {
-    return this.map.get(key)?.raw;
+    return this.built(key)?.raw;
   }
   set(key: string, value: string): void {
     this.put(key, { raw: value });
   }
   /** The summary under `key` with what was derived from it. */
   built(key: string): BuiltSummary | undefined {
-    return this.map.get(key);
+    const hit = this.map.get(key);
+    if (!hit) return undefined;
+    hit.plan = this.plans;
+    return hit.built;
   }
   put(key: string, value: BuiltSummary): void {
     if (!this.map.has(key) && this.map.size >= this.maxEntries) {
       const first = this.map.keys().next();
       if (!first.done) this.map.delete(first.value);
     }
-    this.map.set(key, value);
+    this.map.set(key, { built: value, plan: this.plans });
+  }
+  /**
+   * A plan using this cache is over: summaries neither read nor stored by it or by the
+   * `keepPlans - 1` plans before it are dropped.
+   */
+  endPlan(keepPlans = SUMMARY_CACHE_KEEP_PLANS): void {
+    const oldest = this.plans - keepPlans + 1;
+    for (const [key, entry] of this.map) if (entry.plan < oldest) this.map.delete(key);
+    this.plans++;
   }
   get size(): number {
     return this.map.size;
   }
 }
+
+/** Plans a summary may go unused before `SummaryCache.endPlan` drops it. */
+export const SUMMARY_CACHE_KEEP_PLANS = 4;
 
 /**
  * The archive handle of the messages an edit replaces: `h_` + 16 hex of the session and the

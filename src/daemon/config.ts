@@ -60,7 +60,7 @@ export const configFileSchema = z
     /** The memory budget of tailed session models (see docs/configuration.md). */
     memory: z
       .object({
-        /** Tokens all in-memory session models may hold together; 0 = no bound (default 8 M). */
+        /** Tokens all in-memory session models may hold together; 0 = no bound (default 5 M). */
         maxSessionTokens: z.number().int().min(0).optional(),
         /** A subscribed session is released only after this long without an append (default 60 s). */
         releaseAfterMs: z.number().int().min(0).optional(),

@@ -290,8 +290,12 @@ export interface MemoryBudget {
   readonly idleReleaseMs: number;
 }
 
-/** Defaults of `memory`: see docs/configuration.md for how 8 M tokens was sized. */
-export const MEMORY_DEFAULTS: MemoryBudget = Object.freeze({ maxSessionTokens: 8_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000 });
+/**
+ * Defaults of `memory`. 5 M tokens: under planning load a held token costs 110–150 bytes of RSS
+ * at the peak (30–60 of live heap, and V8's garbage between full collections) on top of ~250 MiB,
+ * which keeps that peak under 1 GiB (docs/configuration.md, memory budget; `bench load`).
+ */
+export const MEMORY_DEFAULTS: MemoryBudget = Object.freeze({ maxSessionTokens: 5_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000 });
 
 /** One in-memory session as the budget sees it. */
 export interface HeldSession {

@@ -1242,6 +1242,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       return made;
     } finally {
       w.done();
+      s.summaryCache.endPlan();
       if (!dryRun) s.life.planFinished();
     }
   }

@@ -38,10 +38,11 @@ export function messageListCopies(): number {
 const SHARED_BINS_FROM = 16;
 
 function setBest(rec: SectionRec, best: SectionRec | undefined, sim: number): void {
-  rec.maxNewerRec?.argmaxOf.delete(rec);
+  const before = rec.maxNewerRec;
+  if (before?.argmaxOf?.delete(rec) && before.argmaxOf.size === 0) before.argmaxOf = undefined;
   rec.maxNewerRec = best;
   rec.maxNewer = sim;
-  best?.argmaxOf.add(rec);
+  if (best) (best.argmaxOf ??= new Set()).add(rec);
 }
 
 /** Index of the first of `members` (sorted by seq) with a seq above `seq`. */
@@ -66,8 +67,15 @@ export class LiveContext {
   /** Live entries in context order. */
   entries: Entry[] = [];
   readonly entryById = new Map<string, Entry>();
-  /** Message id → the summary entry that replaced it (so a truncate can still find it). */
+  /** Message id → the live summary entry that replaced it (so a truncate can still find it). */
   readonly replacedInto = new Map<string, Entry>();
+  /**
+   * Summary entry → the ids `replacedInto` maps to it, so they leave with it (the summary
+   * replaced in turn, or truncated): a dead summary kept as a target would hold its message,
+   * fragments and derived data for the session's lifetime, one per applied edit, for nothing
+   * (a truncate finds a dead entry and leaves the context as it is, as for an unknown id).
+   */
+  private readonly replacedIdsOf = new Map<Entry, string[]>();
   /** Section records in context order (may hold dead records until compactRecs()). */
   recs: SectionRec[] = [];
   private recsHaveDead = false;
@@ -138,8 +146,8 @@ export class LiveContext {
     for (const rec of this.recs) {
       rec.stats = EMPTY_TERM_VECTOR;
       rec.features = undefined;
-      for (const x of rec.argmaxOf) x.maxNewerRec = undefined;
-      rec.argmaxOf.clear();
+      for (const x of rec.argmaxOf ?? []) x.maxNewerRec = undefined;
+      rec.argmaxOf = undefined;
       rec.maxNewerRec = undefined;
       rec.maxNewer = 0;
       if (rec.live) this.featuresDirty.add(rec);
@@ -254,11 +262,13 @@ export class LiveContext {
     const before = this.entries.slice(0, at).filter((e) => !goneEntries.has(e));
     const after = this.entries.slice(at).filter((e) => !goneEntries.has(e));
     this.entries = [...before, entry, ...after];
+    const absorbed: string[] = [];
     for (const e of goneEntries) {
-      e.live = false;
-      if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
+      this.forgetEntry(e);
       this.replacedInto.set(e.message.id, entry);
+      absorbed.push(e.message.id);
     }
+    this.replacedIdsOf.set(entry, absorbed);
     this.entryById.set(message.id, entry);
     const rec = this.newRec('summary', entry.frags, extra);
     this.compactRecs();
@@ -285,7 +295,7 @@ export class LiveContext {
     for (const rec of dirty) {
       rec.features = computeFeatures(rec);
       // Whoever matched this section best must look again (its text changed).
-      for (const x of rec.argmaxOf) this.densityStale.add(x);
+      for (const x of rec.argmaxOf ?? []) this.densityStale.add(x);
       this.densityStale.add(rec);
     }
     // Each group's live members in seq order (a group's set is filled in creation order, but a
@@ -348,14 +358,24 @@ export class LiveContext {
     this.densityStale.clear();
   }
 
+  /** An entry leaves the context: its id, and the ids replaced into it (a summary), are no longer found. */
+  private forgetEntry(e: Entry): void {
+    e.live = false;
+    if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
+    const ids = this.replacedIdsOf.get(e);
+    if (!ids) return;
+    this.replacedIdsOf.delete(e);
+    for (const id of ids) if (this.replacedInto.get(id) === e) this.replacedInto.delete(id);
+  }
+
   /** Forgets a leaving section's density links; sections that matched it best are recomputed. */
   private unlinkDensity(rec: SectionRec): void {
-    for (const x of rec.argmaxOf) {
+    for (const x of rec.argmaxOf ?? []) {
       x.maxNewerRec = undefined;
       x.maxNewer = 0;
       this.densityStale.add(x);
     }
-    rec.argmaxOf.clear();
+    rec.argmaxOf = undefined;
     setBest(rec, undefined, 0);
     this.densityStale.delete(rec);
   }
@@ -454,7 +474,7 @@ export class LiveContext {
       features: undefined,
       maxNewer: 0,
       maxNewerRec: undefined,
-      argmaxOf: new Set(),
+      argmaxOf: undefined,
       groupKey: groupKeyOf(base, extra.toolName),
       live: true,
       messages: undefined,
@@ -571,8 +591,7 @@ export class LiveContext {
     this.entries = this.entries.slice(0, at + 1);
     this.dropMessageList();
     for (const e of dropped) {
-      e.live = false;
-      if (this.entryById.get(e.message.id) === e) this.entryById.delete(e.message.id);
+      this.forgetEntry(e);
       for (const f of e.frags) this.detach(f);
     }
     this.compactRecs();
@@ -586,6 +605,7 @@ export class LiveContext {
     this.entries = [];
     this.entryById.clear();
     this.replacedInto.clear();
+    this.replacedIdsOf.clear();
     for (const r of this.recs) r.live = false;
     this.recs = [];
     this.recsHaveDead = false;

@@ -79,8 +79,11 @@ export interface SectionRec {
   maxNewer: number;
   /** The newer section behind `maxNewer`. */
   maxNewerRec: SectionRec | undefined;
-  /** Sections whose `maxNewerRec` is this one (recomputed when this one changes or leaves). */
-  readonly argmaxOf: Set<SectionRec>;
+  /**
+   * Sections whose `maxNewerRec` is this one (recomputed when this one changes or leaves);
+   * undefined while there are none (most sections: an empty Set each cost ~100 bytes).
+   */
+  argmaxOf: Set<SectionRec> | undefined;
   groupKey: string;
   summary?: SummaryInfo;
   live: boolean;

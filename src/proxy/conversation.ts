@@ -234,6 +234,8 @@ export class Conversation {
     } catch (err) {
       this.log.error({ err: describeError(err) }, 'proxy planning failed: request forwarded as the agent sent it');
       return undefined;
+    } finally {
+      this.summaryCache.endPlan();
     }
     if (model !== this.model) return undefined; // rebuilt meanwhile (cannot happen while requests are serialized)
     const edits = plan.edits;

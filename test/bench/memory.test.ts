@@ -24,6 +24,17 @@ describe('heap held per live session', () => {
     expect(r['heapBytesPerToken']).toBeLessThan(6.5);
   }, 60_000);
 
+  it('a session grown 5 lines at a time with a plan applied after each read (>100 plans) costs under 100 bytes per token, not growing with its history', async () => {
+    const r = await benchMemory({ sessions: 2, rounds: 100, editEveryLines: 5, planBudgetTokens: 20_000 });
+    expect(r['appliedPlansPerSession']).toBeGreaterThan(100);
+    expect(r['tokensPerSession']).toBeGreaterThan(12_000);
+    expect(r['freshHeapBytesPerToken']).toBeGreaterThan(0);
+    // measured 157 B/token before (every applied edit's summary, replaced in turn, stayed
+    // reachable with its fragments, derived data and planner memos), 66–69 after; a fresh model
+    // of the same final messages (never planned) 20
+    expect(r['heapBytesPerToken']).toBeLessThan(100);
+  }, 120_000);
+
   it('with the planner caches of one plan, under 24 bytes per token', async () => {
     const r = await benchMemory({ sessions: 3, rounds: 30, plan: true, planBudgetTokens: 50_000 });
     expect(r['heapBytesPerToken']).toBeLessThan(24);

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { generateSession } from '../../src/bench/retention.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { SessionModel } from '../../src/model/index.js';
-import { createExtractiveSummarizer, planCompaction, SummaryCache, type Summarizer } from '../../src/compact/index.js';
+import { applyPlan, createExtractiveSummarizer, planCompaction, SummaryCache, type Summarizer } from '../../src/compact/index.js';
 import { memoComputations } from '../../src/compact/memo.js';
 import { referenceMessagesRead } from '../../src/compact/keyterms.js';
 import { TranscriptDecoder } from '../../src/ingest/decoder.js';
@@ -112,5 +112,32 @@ describe('re-plan summaries', () => {
     }
     // the appended call's own edit and the few whose grouping changed, not every edit again
     for (const n of perReplan) expect(n).toBeLessThanOrEqual(4);
+  }, 120_000);
+});
+
+describe('summary cache under edits', () => {
+  it('dropping the summaries the last plans did not use keeps the cache small and costs no summary again: plans are those of a cache never swept', async () => {
+    // A session growing 10 lines at a time, a plan after each read applied as the daemon's agent does.
+    const lines = demoTranscriptJsonl({ rounds: 40 }).trim().split('\n');
+    const decoder = new TranscriptDecoder();
+    const model = new SessionModel({ sessionId: 'swept-cache', tokenCounter: counter, budgetTokens: 20_000 });
+    const swept = { cache: new SummaryCache(), ...countedSummarizer() };
+    const kept = { cache: new SummaryCache(), ...countedSummarizer() };
+    const plan = (c: typeof swept) => planCompaction(model, { mode: 'reserve', tokenCounter: counter, cache: c.cache, summarizer: c.summarizer, now: () => 1_700_000_000_000 });
+    let applied = 0;
+    for (let at = 0; at < lines.length; at += 10) {
+      model.applyAll(decoder.push(Buffer.from(lines.slice(at, at + 10).join('\n') + '\n')));
+      const a = await plan(swept);
+      swept.cache.endPlan();
+      const b = await plan(kept);
+      expect(a.edits).toEqual(b.edits);
+      if (a.edits.length === 0) continue;
+      applyPlan(model, a);
+      applied++;
+    }
+    expect(applied).toBeGreaterThan(20);
+    expect(swept.counted()).toBe(kept.counted());
+    // measured: 72 entries against 351 (the cache never swept holds every summary written since, 23 plans applied)
+    expect(swept.cache.size).toBeLessThan(kept.cache.size / 3);
   }, 120_000);
 });

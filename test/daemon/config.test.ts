@@ -56,7 +56,7 @@ describe('daemon options', () => {
   });
 
   it('memory budget: defaults, 0 for no bound, bad values named', () => {
-    expect(resolveDaemonOptions({}, {}, env).memory).toEqual({ maxSessionTokens: 8_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000 });
+    expect(resolveDaemonOptions({}, {}, env).memory).toEqual({ maxSessionTokens: 5_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000 });
     expect(resolveDaemonOptions({ memory: { maxSessionTokens: 0, idleReleaseMs: 0 } }, {}, env).memory).toEqual({ maxSessionTokens: 0, releaseAfterMs: 60_000, idleReleaseMs: 0 });
     expect(codeOf(() => resolveDaemonOptions({ memory: { maxSessionTokens: -1 } }, {}, env)).message).toContain('"memory.maxSessionTokens"');
     expect(codeOf(() => loadConfigFile(writeConfig({ memory: { releaseAfter: 5 } }))).code).toBe(ErrorCode.CONFIG_INVALID);
