@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ReferenceIndex } from '../../src/compact/keyterms.js';
 import type { Message } from '../../src/model/messages.js';
-import { contentTerms } from '../../src/text/index.js';
 
 const VOCAB = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo_9', 'lima.ts'];
 
@@ -12,7 +11,7 @@ const messageArb: fc.Arbitrary<Message> = fc
     words: fc.array(fc.constantFrom(...VOCAB), { minLength: 0, maxLength: 4 }),
     args: fc.array(fc.constantFrom(...VOCAB), { maxLength: 2 }),
   })
-  .map(({ role, words, args }, ): Message => {
+  .map(({ role, words, args }): Message => {
     const text = words.join(' ');
     if (role === 'tool') return { id: 't', role: 'tool', toolCallId: 'c', text };
     if (role === 'assistant' && args.length > 0) return { id: 'a', role: 'assistant', text, toolCalls: [{ id: 'c', name: 'f', arguments: args.join(' ') }] };
