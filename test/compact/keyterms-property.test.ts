@@ -41,23 +41,25 @@ describe('ReferenceIndex.keyTermsOfSet (property)', () => {
         const owner = {};
         let list: Message[] = [];
         let goal = '';
-        const held: ReferenceIndex[] = [];
+        const held: { index: ReferenceIndex; fresh: ReferenceIndex; length: number }[] = [];
         // term sets kept as they are across plans (as a section's memoized set is)
         const sets = [new Set(['alpha', 'bravo']), new Set(['charlie', 'kilo_9']), new Set(VOCAB), new Set(['lima.ts', 'delta', 'echo'])];
         for (const op of ops) {
           if (op.kind === 'append') list = [...list, ...op.ms.map((m) => ({ ...m }))];
           else if (op.kind === 'truncate') list = list.slice(0, Math.min(op.keep, list.length));
           else if (op.kind === 'goal') goal = op.goal;
-          else if (op.kind === 'release') held.shift()?.release();
+          else if (op.kind === 'release') held.shift()?.index.release();
           const index = ReferenceIndex.of(owner, list, goal);
           const fresh = new ReferenceIndex(list, goal);
           for (let end = 0; end < list.length; end += Math.max(1, Math.floor(list.length / 7))) {
             for (const s of sets) expect(index.keyTermsOfSet(s, end)).toEqual(fresh.keyTermsOf(s, end));
           }
-          if (op.kind === 'hold') held.push(index);
+          // a plan still reading its index sees its own list, whatever later plans read
+          for (const h of held) for (let end = 0; end < h.length; end += 3) for (const s of sets) expect(h.index.keyTermsOfSet(s, end)).toEqual(h.fresh.keyTermsOf(s, end));
+          if (op.kind === 'hold') held.push({ index, fresh, length: list.length });
           else index.release();
         }
-        for (const h of held) h.release();
+        for (const h of held) h.index.release();
       }),
       { numRuns: 300 },
     );
