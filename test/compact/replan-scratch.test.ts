@@ -60,9 +60,15 @@ describe('re-plan against a plan from scratch', () => {
     expect(applied.length).toBeGreaterThan(3);
   }, 240_000);
 
-  it('a generated session whose later turns name earlier facts, planned after each read and applied now and then', async () => {
+  it('a generated session whose later turns name earlier facts, rewound now and then, planned after each read and applied now and then', async () => {
     const g = generateSession(77, 60);
-    const events: readonly TranscriptEvent[] = g.events;
+    // rewinds: a truncate back a few messages now and then (the agent's /undo), replayed by both
+    const events: TranscriptEvent[] = [];
+    g.events.forEach((e, i) => {
+      events.push(e);
+      const back = g.events[i - 4];
+      if (i > 0 && i % 45 === 0 && back?.type === 'message') events.push({ type: 'truncate', keepThroughId: back.message.id, reason: 'rewind' });
+    });
     const steps = [1, 2, 1, 1, 5, 1, 36, 1, 3];
     const budget = 9_000;
     const grown = new SessionModel({ sessionId: g.sessionId, tokenCounter: counter, budgetTokens: budget });
