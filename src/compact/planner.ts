@@ -89,7 +89,7 @@ export interface BuiltSummary {
  * A bounded map of summaries by input key, so a re-plan after one appended line is cheap: an
  * edit whose inputs did not change is neither summarized, survival-checked nor counted again.
  *
- * Its owner ends each plan with `endPlan`, which drops the summaries the last few plans did not
+ * Its owner ends each real plan (not a dry run) with `endPlan`, which drops the summaries the last few plans did not
  * use: a key names its messages, so once they are replaced (the edit applied) or its run changed,
  * it is never asked for again. Without it a session under load kept ~1,500 dead summaries and
  * their keys (~3 MiB for a 48k-token session: more heap than its model) up to the size bound.

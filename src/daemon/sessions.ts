@@ -1242,8 +1242,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       return made;
     } finally {
       w.done();
-      s.summaryCache.endPlan();
-      if (!dryRun) s.life.planFinished();
+      // Only real plans age the cache: dry runs (a client's question, as often as it likes) would
+      // otherwise drop the summaries the next real plan reuses (with an LLM summarizer, paid calls).
+      if (!dryRun) {
+        s.summaryCache.endPlan();
+        s.life.planFinished();
+      }
     }
   }
 
