@@ -1,5 +1,6 @@
 import type { Message, TranscriptEvent } from '../../src/model/messages.js';
 import { SessionModel } from '../../src/model/index.js';
+import { createExtractiveSummarizer, type Summarizer } from '../../src/compact/index.js';
 
 /** Build messages tersely: ids are assigned in order. */
 export class Script {
@@ -55,4 +56,18 @@ export function jsTrace(projectFile: string): string {
     '    at processTicksAndRejections (node:internal/process/task_queues:95:5)',
     'Test run failed: 1 failed, 12 passed',
   ].join('\n');
+}
+
+/** The real extractive summarizer, its calls counted. */
+export function countedSummarizer(): { summarizer: Summarizer; counted: () => number } {
+  const extractive = createExtractiveSummarizer();
+  let n = 0;
+  const summarizer: Summarizer = {
+    name: extractive.name,
+    summarize: (input, signal) => {
+      n++;
+      return extractive.summarize(input, signal);
+    },
+  };
+  return { summarizer, counted: () => n };
 }

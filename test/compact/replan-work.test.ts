@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { generateSession } from '../../src/bench/retention.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { SessionModel } from '../../src/model/index.js';
-import { applyPlan, createExtractiveSummarizer, planCompaction, SummaryCache, type Summarizer } from '../../src/compact/index.js';
+import { applyPlan, planCompaction, SummaryCache } from '../../src/compact/index.js';
+import { countedSummarizer } from './helpers.js';
 import { memoComputations } from '../../src/compact/memo.js';
 import { referenceMessagesRead } from '../../src/compact/keyterms.js';
 import { TranscriptDecoder } from '../../src/ingest/decoder.js';
@@ -21,19 +22,6 @@ interface Work {
   readonly summaries: number;
 }
 
-/** The real extractive summarizer, its calls counted. */
-function countedSummarizer(): { summarizer: Summarizer; counted: () => number } {
-  const extractive = createExtractiveSummarizer();
-  let n = 0;
-  const summarizer: Summarizer = {
-    name: extractive.name,
-    summarize: (input, signal) => {
-      n++;
-      return extractive.summarize(input, signal);
-    },
-  };
-  return { summarizer, counted: () => n };
-}
 
 /** The work of re-plans after single appended lines (an assistant line, then a call and its result). */
 async function replanWork(turns: number): Promise<{ sessionTokens: number; work: Work[] }> {

@@ -16,6 +16,7 @@ import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.j
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import type { ReadIdentity } from '../../src/ingest/index.js';
 import { redactMessages } from '../../src/harvest/index.js';
+import { countedSummarizer } from '../compact/helpers.js';
 import { zoneOf, type MemoryBudget } from '../../src/daemon/lifecycle.js';
 
 const dirs: string[] = [];
@@ -1486,20 +1487,12 @@ describe('SessionManager summary cache', () => {
     const dir = mkdtempSync(join(tmpdir(), 'contextd-dryrun-cache-'));
     dirs.push(dir);
     const p = parts(dir, 'a', 10, []);
-    const extractive = createSummarizer({ kind: 'extractive' }, { logger: pino({ level: 'silent' }) });
-    let calls = 0;
-    const summarizer: Summarizer = {
-      name: extractive.name,
-      summarize: (input, signal) => {
-        calls++;
-        return extractive.summarize(input, signal);
-      },
-    };
+    const { summarizer, counted } = countedSummarizer();
     const { manager } = setup({ summarizer, budgetTokens: 100_000, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 0 } });
     manager.ingest(p.file, 'a', 'openai-chat', p.part(0).events, p.part(0).toOffset);
     const first = await manager.compactNow('a', 0.9999, true);
     expect(first.edits.length).toBeGreaterThan(0);
-    const made = calls;
+    const made = counted();
     expect(made).toBeGreaterThan(0);
     // Dry runs a client asks for with a target the session already meets: no edit, no summary used.
     const met = (await manager.requireLoaded('a')).model.headroom().headroom / 2;
@@ -1507,6 +1500,6 @@ describe('SessionManager summary cache', () => {
     for (let i = 0; i < 5; i++) expect((await manager.compactNow('a', met, true)).edits).toEqual([]);
     const real = await manager.compactNow('a', 0.9999, false);
     expect(real.edits.map((e) => e.summary)).toEqual(first.edits.map((e) => e.summary));
-    expect(calls, 'the real plan summarized again what the first dry run had summarized').toBe(made);
+    expect(counted(), 'the real plan summarized again what the first dry run had summarized').toBe(made);
   });
 });
