@@ -570,6 +570,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const options = this.options;
     const splits = read.splits ?? [];
     const upTo = splits[replayed.length] ?? read.events.length;
+    /** The model of the transcript alone, up to where the released model had read it. */
+    const fromTranscript = (): SessionModel => {
+      const m = this.newModel(s.sessionId);
+      m.applyAll(read.events.slice(0, upTo));
+      return m;
+    };
     let model: SessionModel | undefined;
     let failed = typeof steps === 'string' ? steps : undefined;
     if (failed === undefined && replayed.length > 0) {
@@ -587,15 +593,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       // Reconfigured meanwhile (SIGHUP, while the replay yielded): built again under the new budget.
       if (this.options !== options) return this.rebuild(s);
     } else if (failed === undefined) {
-      model = this.newModel(s.sessionId);
-      model.applyAll(read.events.slice(0, upTo));
+      model = fromTranscript();
     }
     if (!model || failed !== undefined) {
       // Fail safe: the transcript alone, as a new model (no plan of the old one is taken for it).
       // It counts the sections the lost edits had replaced again: it over-states, never under-states, what the agent holds.
       this.log.error({ sessionId: s.sessionId, file: s.file, why: failed, steps: s.replay.steps.length }, 'released session rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
-      model = this.newModel(s.sessionId);
-      model.applyAll(read.events.slice(0, upTo));
+      model = fromTranscript();
       s.replay.clear();
       this.expire(s.sessionId, s.life.rebuilt(), 'the session model was rebuilt without its applied edits');
     } else {
