@@ -99,6 +99,14 @@ export function similarity(a: DensityFeatures, b: DensityFeatures): number {
     used++;
     if (x === y) same++;
   }
+  return binSimilarity(same, used);
+}
+
+/**
+ * The similarity of `same` equal bins out of `used` bins not empty in both: their share, 0
+ * below the noise floor (one home for `similarity` and `SharedBins.bestFrom`).
+ */
+function binSimilarity(same: number, used: number): number {
   const s = used === 0 ? 0 : same / used;
   return s < SIMILARITY_NOISE ? 0 : s;
 }
@@ -181,8 +189,7 @@ export class SharedBins {
       const same = counts[i] as number;
       counts[i] = 0;
       const used = popcount32(lo | (this.maskLo[i] as number)) + popcount32(hi | (this.maskHi[i] as number));
-      const s = same / used;
-      const sim = s < SIMILARITY_NOISE ? 0 : s;
+      const sim = binSimilarity(same, used);
       if (sim > best || (sim === best && sim > 0 && i < at)) {
         best = sim;
         at = i;
