@@ -3,9 +3,10 @@
  * normalized events, one serialized reader per file.
  *
  * Measured facts it is built around: chokidar throttles `change` (~1 per 50 ms) and can leave
- * the last bytes of a burst unannounced, so every event reads from the stored offset to EOF
- * (looping until a read returns nothing) and then schedules ONE re-check read after
- * `recheckMs`. `awaitWriteFinish` is never used. Truncation (size < offset, or the bytes
+ * the last bytes of a burst unannounced. So a live file is also read on chokidar's unthrottled
+ * `raw` events (an append reaches the decoder within a millisecond, not at the next 50 ms), every
+ * event reads from the stored offset to EOF (looping until a read returns nothing), and then
+ * ONE re-check read is scheduled after `recheckMs`. `awaitWriteFinish` is never used. Truncation (size < offset, or the bytes
  * before the offset changed) and rotation (inode change, file removed and re-created) emit
  * `reset` and re-read from 0. A partial last line waits for its newline.
  *
@@ -63,6 +64,10 @@ interface FileState {
   again: boolean;
   eventSeen: boolean;
   recheck: NodeJS.Timeout | undefined;
+  /** A raw change event's read is queued for the next check phase (several raw events, one read). */
+  rawQueued: boolean;
+  /** What the last read's stat saw (ino, size, mtime): a later `change` naming the same is old news. */
+  seen: { ino: number; size: number; mtimeMs: number } | undefined;
   removal: NodeJS.Timeout | undefined;
   /** The open descriptor of a live file (kept between reads). */
   fh: FileHandle | undefined;
@@ -143,7 +148,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
     this.watcher = watcher;
     watcher.on('add', (p, stats) => this.onAdd(p, stats));
     watcher.on('addDir', (p) => this.onAddDir(p));
-    watcher.on('change', (p) => this.onChange(p));
+    watcher.on('change', (p, stats) => this.onChange(p, stats));
+    watcher.on('raw', (event, path, details) => this.onRaw(event, path, details));
     watcher.on('unlink', (p) => this.onUnlink(p));
     watcher.on('error', (err) => this.fail(err instanceof Error ? err : new Error(String(err))));
     await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
@@ -258,6 +264,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
       again: false,
       eventSeen: false,
       recheck: undefined,
+      rawQueued: false,
+      seen: undefined,
       removal: undefined,
       fh: undefined,
       skipped: undefined,
@@ -365,14 +373,38 @@ export class Tailer extends EventEmitter<TailerEvents> {
     }
   }
 
-  private onChange(p: string): void {
+  private onChange(p: string, stats: Stats | undefined): void {
     if (!this.active) return;
     const st = this.files.get(p);
     if (!st) {
       this.onAdd(p, undefined);
       return;
     }
+    // A raw event had the bytes read already: chokidar's own report of them (it stats first)
+    // would cost a second read pass per append for nothing.
+    if (st.live && !st.reading && stats && st.seen && stats.ino === st.seen.ino && stats.size === st.seen.size && stats.mtimeMs === st.seen.mtimeMs && stats.size === st.readPos) return;
     this.activate(st);
+  }
+
+  /**
+   * chokidar's raw fs.watch events, which it does not throttle: its `change` comes at most once
+   * per 50 ms per file, so an append right after another would wait for the re-check. A live
+   * file's modification is read at once instead; the events of one append (the file's watcher
+   * and its folder's) are read in one pass, in the loop's next check phase. Anything else (new,
+   * dormant, renamed files) is left to chokidar's events.
+   */
+  private onRaw(event: string, evPath: string, details: unknown): void {
+    if (!this.active || event !== 'change') return;
+    const watched = (details as { watchedPath?: unknown } | undefined)?.watchedPath;
+    if (typeof watched !== 'string') return;
+    // a file's own watcher names the file; its folder's names the entry within it
+    const st = this.files.get(watched) ?? (evPath ? this.files.get(join(watched, evPath)) : undefined);
+    if (!st || !st.live || st.rawQueued) return;
+    st.rawQueued = true;
+    setImmediate(() => {
+      st.rawQueued = false;
+      this.requestRead(st, true);
+    });
   }
 
   /**
@@ -390,6 +422,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     st.lineErrors.length = 0;
     st.readPos = 0;
     st.ino = undefined;
+    st.seen = undefined;
     st.tailLength = 0;
     st.live = false;
     st.announced = false;
@@ -583,6 +616,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
       return this.readToEof(st); // reopens, sees the new inode, restarts
     }
     if (s.size < st.readPos) this.restart(st, 'truncated');
+    st.seen = { ino: s.ino, size: s.size, mtimeMs: s.mtimeMs };
     let consumed = 0;
     let size = s.size;
     let first = true;

@@ -99,6 +99,21 @@ describe('Tailer', () => {
     expect(large.allocated).toBe(0); // appends never take a large one
   });
 
+  it('reads appends that follow each other within chokidar\'s 50 ms change throttle at once, not at the re-check', async () => {
+    // The re-check is 10 minutes away: only the raw events can announce these appends in time.
+    const { rec, started } = startTailer({ recheckMs: 600_000 });
+    await started;
+    const file = join(dir, 'quick.jsonl');
+    writeFileSync(file, chatLine('user', 'first'));
+    await rec.until(() => rec.model(file).length === 1, 'the first line');
+    for (let i = 0; i < 5; i++) {
+      // written as soon as the previous line was read: well within chokidar's throttle window
+      appendFileSync(file, chatLine('assistant', `quick ${i}`));
+      await rec.until(() => rec.model(file).length === i + 2, `append ${i}`, 5_000);
+    }
+    expect(texts(rec, file)).toEqual(['first', 'quick 0', 'quick 1', 'quick 2', 'quick 3', 'quick 4']);
+  });
+
   it('never parses a partial last line early', async () => {
     const file = join(dir, 'partial.jsonl');
     writeFileSync(file, chatLine('user', 'one'));
