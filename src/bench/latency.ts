@@ -1,6 +1,8 @@
 /**
  * Append → plan-pushed latency of the real daemon process at 1, 10 and 100 concurrent live
- * sessions, and its RSS with 100 sessions × ~200k tokens.
+ * sessions, and its RSS with 100 sessions × ~200k tokens. Each level's daemon first runs an
+ * untimed JIT warm-up on sessions of its own (`warmUpAppendToPlanMs`), so the figures are
+ * those of a daemon that has been running, not of V8 compiling it.
  */
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,6 +44,16 @@ function waitForPlan(client: ContextdClient, sessionId: string, timeoutMs: numbe
   });
 }
 
+/** Sessions and rounds of the untimed JIT warm-up before each level's measured appends. */
+const WARM_SESSIONS = 10;
+const WARM_ROUNDS = 10;
+
+interface Subscribed {
+  readonly c: ContextdClient;
+  readonly f: string;
+  readonly sessionId: string;
+}
+
 async function latencyAt(sessionsCount: number, appends: number, cli?: string): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-lat-'));
   const watch = join(dir, 'sessions');
@@ -55,10 +67,17 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     writeFileSync(f, demoTranscriptJsonl({ rounds: 11, variant: String.fromCharCode(97 + (i % 26)) }));
     files.push(f);
   }
+  const warmFiles: string[] = [];
+  for (let i = 0; i < WARM_SESSIONS; i++) {
+    const f = join(watch, `warm-${i}.jsonl`);
+    writeFileSync(f, demoTranscriptJsonl({ rounds: 11, variant: String.fromCharCode(97 + (i % 26)) }));
+    warmFiles.push(f);
+  }
   const config = join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0, logLevel: 'warn' }));
   const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', join(dir, 'state'), '--budget', String(budget)], undefined, cli);
   const samples: number[] = [];
+  const warmUp: number[] = [];
   const statusMs: number[] = [];
   let timeouts = 0;
   /** Acks refused (PLAN_EXPIRED): the plan taken for an append was superseded by a newer one before the ack. */
@@ -69,32 +88,19 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
   try {
     await prober.connect();
     const extra = demoTranscript({ rounds: 3, variant: 'z' }).filter((l) => l.role === 'tool' || l.tool_calls);
-    const clients = await Promise.all(
-      files.map(async (f) => {
-        const c = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench', version: '1' }, reconnect: false });
-        await c.connect();
-        const { sessionId } = await c.subscribe({ transcriptPath: f });
-        return { c, f, sessionId };
-      }),
-    );
-    // daemon.status asked every 20 ms by another client while the sessions append and plan.
-    const probing = (async () => {
-      while (loading) {
-        const t0 = performance.now();
-        await prober.status();
-        statusMs.push(performance.now() - t0);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
-    // CPU of both processes over the appends (acks and status probes included): robust to
-    // other load, unlike the latencies.
-    const pid = daemon.proc.pid as number;
-    const daemonCpu0 = cpuSeconds(pid);
-    const loopCpu0 = cpuSeconds(pid, pid);
-    const benchCpu0 = process.cpuUsage();
-    for (let k = 0; k < appends; k++) {
-      await Promise.all(
-        clients.map(async ({ c, f, sessionId }) => {
+    const subscribeAll = (paths: readonly string[]): Promise<Subscribed[]> =>
+      Promise.all(
+        paths.map(async (f) => {
+          const c = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench', version: '1' }, reconnect: false });
+          await c.connect();
+          const { sessionId } = await c.subscribe({ transcriptPath: f });
+          return { c, f, sessionId };
+        }),
+      );
+    /** Round `k`: every client appends one tool call and its result at once and waits for its plan, then declines it. */
+    const appendRound = (list: readonly Subscribed[], k: number, into: number[]): Promise<void> =>
+      Promise.all(
+        list.map(async ({ c, f, sessionId }) => {
           // One tool call + its (large, repetitive) result, written as one append.
           const pairs = Math.floor(extra.length / 2);
           const at = (k % pairs) * 2;
@@ -111,14 +117,37 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
             timeouts++;
             return;
           }
-          samples.push(performance.now() - t0);
+          into.push(performance.now() - t0);
           // Right after subscribing, the plan pushed at once for the session as it stood can come
           // in after the append and be superseded by the append's own before this ack: refused,
           // and not a missing push (it was counted as a timeout before).
           await c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => acksRefused++);
         }),
-      );
-    }
+      ).then(() => undefined);
+    // JIT warm-up, untimed in the figures: a daemon runs for hours, and V8 compiles the append,
+    // plan and ack paths over its first few hundred plans (TurboFan was still compiling planner
+    // functions on another core through a cold run's last round). Separate sessions, so the
+    // measured ones start as large as without it; their own latencies are reported apart.
+    const warmClients = await subscribeAll(warmFiles);
+    for (let k = 0; k < WARM_ROUNDS; k++) await appendRound(warmClients, k, warmUp);
+    await Promise.all(warmClients.map(({ c }) => c.close()));
+    const clients = await subscribeAll(files);
+    // daemon.status asked every 20 ms by another client while the sessions append and plan.
+    const probing = (async () => {
+      while (loading) {
+        const t0 = performance.now();
+        await prober.status();
+        statusMs.push(performance.now() - t0);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    // CPU of both processes over the appends (acks and status probes included): robust to
+    // other load, unlike the latencies.
+    const pid = daemon.proc.pid as number;
+    const daemonCpu0 = cpuSeconds(pid);
+    const loopCpu0 = cpuSeconds(pid, pid);
+    const benchCpu0 = process.cpuUsage();
+    for (let k = 0; k < appends; k++) await appendRound(clients, k, samples);
     const appended = sessionsCount * appends;
     const benchCpu = process.cpuUsage(benchCpu0);
     cpuMsPerAppend = {
@@ -136,7 +165,7 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, timeouts, acksRefused };
+  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, timeouts, acksRefused, warmUpAppendToPlanMs: summarize(warmUp) };
 }
 
 /** What the resident memory of a process consists of, in MiB, from /proc/PID/smaps_rollup (Linux). */

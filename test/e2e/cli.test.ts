@@ -27,10 +27,12 @@ describe('the CLI', () => {
   it('bench latency --levels runs only those session counts, without the rss and limits parts', async () => {
     const r = await runCli(['bench', 'latency', '--levels', '1', '--json'], {}, 120_000);
     expect(r.code).toBe(0);
-    const out = JSON.parse(r.stdout) as { scenario: string; latency: { sessions: number; appendToPlanMs: { n: number } }[]; rss?: unknown; limits?: unknown };
+    const out = JSON.parse(r.stdout) as { scenario: string; latency: { sessions: number; appendToPlanMs: { n: number }; warmUpAppendToPlanMs: { n: number } }[]; rss?: unknown; limits?: unknown };
     expect(out.scenario).toBe('latency');
     expect(out.latency.map((l) => l.sessions)).toEqual([1]);
     expect(out.latency[0]?.appendToPlanMs.n).toBeGreaterThan(0);
+    // the untimed JIT warm-up: 10 other sessions × 10 appends, each answered by a plan
+    expect(out.latency[0]?.warmUpAppendToPlanMs.n).toBe(100);
     expect(out.rss).toBeUndefined();
     expect(out.limits).toBeUndefined();
   }, 150_000);
