@@ -43,6 +43,12 @@ export class LiveSession {
   summaryCache = new SummaryCache();
   /** Sections whose edits the agent declined: left out of automatic plans for a while. */
   readonly declined = new DeclinedEdits();
+  /**
+   * Handles this session's plans archived (or found archived): an edit proposed again is
+   * neither looked up nor written again. Archived rows are never deleted, so a handle in here
+   * stays true; one not in here is asked of the archive.
+   */
+  readonly archived = new Set<string>();
   /** What the model holds besides its transcript (applied edits, rebuilds): what a release must replay. */
   readonly replay = new ReplayLog();
   /** File offset just past the last transcript line applied (tailed sessions). */

@@ -931,6 +931,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       // (a session fed over the socket is never released: nothing to say)
       if (replayable && s.replay.unreplayable !== undefined && s.fed === undefined) this.log.warn({ sessionId: s.sessionId, planId, why: s.replay.unreplayable }, 'session kept in memory from now on: the edits just applied could not be recorded for a rebuild');
     }
+    // The archived originals now name the plan whose edit replaced them (a failure leaves them
+    // naming the plan that first proposed them: nothing is lost, the ack stands).
+    try {
+      this.deps.archive.relink(chosen.map((e) => ({ handle: e.handle, planId, editId: e.editId, reason: e.reason, createdAt: plan.createdAt })));
+    } catch (err) {
+      this.log.warn({ sessionId: s.sessionId, planId, err: describeError(err) }, 'archived originals still name the plan that first proposed them: relinking them failed');
+    }
     s.life.applied({ reason: chosen.map((e) => e.reason).join(','), at: this.now(), planId }, s.model.version);
     this.log.info(
       { sessionId: s.sessionId, planId, edits: chosen.length, headroomBefore: before.headroom, headroomAfter: after.headroom, tokensBefore: before.tokens, tokensAfter: after.tokens },
@@ -1274,9 +1281,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       return false;
     }
     // A handle names its originals, and archived rows are never deleted: an edit proposed again
-    // (the plan before was rejected or superseded) is only relinked by putMany, so its originals
-    // are neither gathered nor scanned for secrets a second time.
-    const known = new Set(plan.edits.filter((e) => this.deps.archive.has(e.handle)).map((e) => e.handle));
+    // (the plan before was rejected or superseded) is already archived, so its originals are
+    // neither gathered, nor scanned for secrets, nor written a second time. Its row names the
+    // plan that first proposed it until a plan's edit is applied (acknowledge relinks it): a
+    // relink on every proposal rewrote each large row once per re-plan, the most of a plan's
+    // SQLite writes.
+    const known = new Set(plan.edits.filter((e) => s.archived.has(e.handle) || this.deps.archive.has(e.handle)).map((e) => e.handle));
     // One edit's originals at a time, with a pause between: redacting runs a secret scan over
     // every original, tens of ms for a large edit, and all at once would hold the event loop.
     const fresh: Awaited<ReturnType<typeof redactEntries>> = [];
@@ -1285,11 +1295,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       await pause();
       fresh.push(...(await redactEntries(archiveEntries(source, [e], at), this.deps.archiveFilter)));
     }
-    const relinked = archiveEntries({ messagesOf: () => [] }, plan.edits.filter((e) => known.has(e.handle)), at).map((e) => ({ ...e, redactions: [] }));
-    const entries = [...fresh, ...relinked];
     if (!this.standing(s, made, 'its originals were archived')) return false;
-    this.deps.archive.putMany(entries);
-    const redacted = entries.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);
+    if (fresh.length > 0) this.deps.archive.putMany(fresh);
+    for (const e of plan.edits) s.archived.add(e.handle);
+    const redacted = fresh.reduce((n, e) => n + e.redactions.reduce((m, r) => m + r.count, 0), 0);
     if (redacted > 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId, redacted }, 'secrets redacted from archived originals');
     return true;
   }

@@ -71,7 +71,7 @@ export class Archive {
   private readonly insert;
   private readonly byHandle;
   private readonly exists;
-  private readonly relink;
+  private readonly relinkRow;
   private readonly searchAll;
   private readonly searchSession;
 
@@ -90,7 +90,7 @@ export class Archive {
       `SELECT a.*, bm25(archive_fts) AS bm25 FROM archive_fts f JOIN archive a ON a.handle = f.handle
        WHERE archive_fts MATCH @match AND f.session_id = @sessionId ORDER BY bm25 LIMIT @limit`,
     );
-    this.relink = db.prepare(`UPDATE archive SET plan_id = @planId, edit_id = @editId, reason = @reason, created_at = @createdAt WHERE handle = @handle`);
+    this.relinkRow = db.prepare(`UPDATE archive SET plan_id = @planId, edit_id = @editId, reason = @reason, created_at = @createdAt WHERE handle = @handle`);
   }
 
   /**
@@ -102,7 +102,7 @@ export class Archive {
     try {
       this.db.transaction(() => {
         for (const e of entries) {
-          const relinked = this.relink.run({ handle: e.handle, planId: e.planId ?? null, editId: e.editId ?? null, reason: e.reason, createdAt: e.createdAt });
+          const relinked = this.relinkRow.run({ handle: e.handle, planId: e.planId ?? null, editId: e.editId ?? null, reason: e.reason, createdAt: e.createdAt });
           if (relinked.changes > 0) continue;
           this.insert.run({
             handle: e.handle,
@@ -120,6 +120,21 @@ export class Archive {
       })();
     } catch (err) {
       throw wrapStoreError(err, 'cannot archive compacted originals');
+    }
+  }
+
+  /**
+   * Name the plan (and its edit, reason and time) that archived originals now belong to, for
+   * handles archived already; unknown handles are left alone. Atomic.
+   */
+  relink(links: readonly { readonly handle: string; readonly planId: string; readonly editId: string; readonly reason: string; readonly createdAt: number }[]): void {
+    if (links.length === 0) return;
+    try {
+      this.db.transaction(() => {
+        for (const l of links) this.relinkRow.run({ handle: l.handle, planId: l.planId, editId: l.editId, reason: l.reason, createdAt: l.createdAt });
+      })();
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot relink archived originals');
     }
   }
 

@@ -139,6 +139,32 @@ describe('SessionManager', () => {
     expect(() => manager.acknowledge(plan.planId, true, undefined, undefined)).toThrow(/plan "p_\w+" is applied/);
   });
 
+  it('writes an edit proposed again to the archive once: its row names the plan that proposed it first, then the plan whose edit the agent applied', async () => {
+    const { manager, db } = setup();
+    // every write to an archive row, counted by SQLite itself (temp triggers on this connection)
+    db.exec(`CREATE TEMP TABLE archive_writes (handle TEXT, kind TEXT);
+      CREATE TEMP TRIGGER count_archive_inserts AFTER INSERT ON archive BEGIN INSERT INTO archive_writes VALUES (new.handle, 'insert'); END;
+      CREATE TEMP TRIGGER count_archive_updates AFTER UPDATE ON archive BEGIN INSERT INTO archive_writes VALUES (new.handle, 'update'); END;`);
+    const writes = (kind: string): string[] => (db.prepare('SELECT handle FROM archive_writes WHERE kind = ?').pluck().all(kind) as string[]).sort();
+    const planned = nextPlan(manager);
+    manager.ingest('/t/a.jsonl', 'a', 'openai-chat', events(10));
+    const first = await planned;
+    manager.acknowledge(first.planId, false, undefined, 'not now');
+    // asked for again (a manual plan proposes what was declined): the same sections, the same handles
+    const again = await manager.compactNow('a', undefined, false);
+    const firstHandles = new Set(first.edits.map((e) => e.handle));
+    const shared = again.edits.filter((e) => firstHandles.has(e.handle));
+    expect(shared.length).toBeGreaterThan(0);
+    const handles = [...new Set([...first.edits, ...again.edits].map((e) => e.handle))].sort();
+    expect(writes('insert')).toEqual(handles);
+    expect(writes('update')).toEqual([]);
+    const archive = new Archive(db);
+    for (const e of shared) expect(archive.get(e.handle)).toMatchObject({ planId: first.planId, messages: expect.arrayContaining([expect.anything()]) as unknown });
+    manager.acknowledge(again.planId, true, undefined, undefined);
+    expect(writes('update')).toEqual(again.edits.map((e) => e.handle).sort());
+    for (const e of again.edits) expect(archive.get(e.handle)).toMatchObject({ planId: again.planId, editId: e.editId, reason: e.reason, createdAt: again.createdAt });
+  });
+
   it('keeps ingesting when the disk is full, and publishes no plan whose originals could not be archived', async () => {
     const { manager, lines } = setup({ full: true });
     let published = 0;

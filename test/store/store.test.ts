@@ -134,6 +134,21 @@ describe('store', () => {
     expect(archive.get('h_same')).toMatchObject({ planId: 'p2', editId: 'e2', reason: 'stale-read', createdAt: 2, messages });
   });
 
+  it('relink() names a newer plan for archived handles only, in one transaction, and keeps their originals', () => {
+    const { db } = tempDb();
+    const archive = new Archive(db);
+    const messages = [{ id: 'L1', role: 'tool' as const, text: 'original output' }];
+    archive.putMany([{ handle: 'h_a', sessionId: 's', planId: 'p1', editId: 'e1', reason: 'low-score', sectionIds: ['s4'], messages, tokens: 9, createdAt: 1 }]);
+    archive.relink([
+      { handle: 'h_a', planId: 'p7', editId: 'e7', reason: 'stale-read', createdAt: 7 },
+      { handle: 'h_unknown', planId: 'p7', editId: 'e8', reason: 'low-score', createdAt: 7 },
+    ]);
+    expect(archive.get('h_a')).toMatchObject({ planId: 'p7', editId: 'e7', reason: 'stale-read', createdAt: 7, messages });
+    expect(archive.has('h_unknown')).toBe(false);
+    archive.relink([]);
+    expect(archive.count('s')).toBe(1);
+  });
+
   it('has() tells an archived handle from an unknown one, and an empty relink keeps the originals', () => {
     const { db } = tempDb();
     const archive = new Archive(db);
@@ -141,7 +156,7 @@ describe('store', () => {
     expect(archive.has('h_x')).toBe(false);
     archive.putMany([{ handle: 'h_x', sessionId: 's', planId: 'p1', editId: 'e1', reason: 'low-score', sectionIds: ['s4'], messages, tokens: 9, createdAt: 1 }]);
     expect(archive.has('h_x')).toBe(true);
-    // What the session manager sends for an edit proposed again: no originals, only the new plan.
+    // An entry without originals for a handle archived already: only the plan it names changes.
     archive.putMany([{ handle: 'h_x', sessionId: 's', planId: 'p2', editId: 'e2', reason: 'low-score', sectionIds: ['s4'], messages: [], tokens: 9, createdAt: 2 }]);
     expect(archive.get('h_x')).toMatchObject({ planId: 'p2', messages });
   });
