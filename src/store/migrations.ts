@@ -260,4 +260,18 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE plans ADD COLUMN applied_offset INTEGER;
     `,
   },
+  {
+    version: 10,
+    name: 'plan bodies in a table of their own',
+    // SQLite rewrites a whole row on UPDATE, body and all: every ack (a status change) rewrote
+    // the plan's JSON, tens of KB in overflow pages. Now an ack rewrites the small status row.
+    sql: `
+      CREATE TABLE plan_bodies (
+        plan_id TEXT PRIMARY KEY,
+        plan    TEXT NOT NULL
+      );
+      INSERT INTO plan_bodies (plan_id, plan) SELECT plan_id, plan FROM plans;
+      ALTER TABLE plans DROP COLUMN plan;
+    `,
+  },
 ];

@@ -34,14 +34,19 @@ interface Row {
   status_reason: string | null;
   headroom_before: number;
   headroom_after: number;
-  plan: string;
+  /** From plan_bodies (NULL when the body row is missing). */
+  plan: string | null;
   applied_edit_ids: string | null;
   applied_offset: number | null;
 }
 
-/** Every plan the daemon made, with what became of it. */
+/**
+ * Every plan the daemon made, with what became of it. The body (the plan as proposed) lives in
+ * a table of its own, written once: a status change rewrites only the small status row.
+ */
 export class PlanLog {
   private readonly insert;
+  private readonly insertBody;
   private readonly update;
   private readonly byId;
   private readonly markApplied;
@@ -49,18 +54,24 @@ export class PlanLog {
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
-      `INSERT OR REPLACE INTO plans (plan_id, session_id, created_at, status, status_reason, headroom_before, headroom_after, plan)
-       VALUES (@planId, @sessionId, @createdAt, @status, @statusReason, @headroomBefore, @headroomAfter, @plan)`,
+      `INSERT OR REPLACE INTO plans (plan_id, session_id, created_at, status, status_reason, headroom_before, headroom_after)
+       VALUES (@planId, @sessionId, @createdAt, @status, @statusReason, @headroomBefore, @headroomAfter)`,
     );
+    this.insertBody = db.prepare(`INSERT OR REPLACE INTO plan_bodies (plan_id, plan) VALUES (?, ?)`);
     this.update = db.prepare(`UPDATE plans SET status = ?, status_reason = ? WHERE plan_id = ?`);
-    this.byId = db.prepare(`SELECT * FROM plans WHERE plan_id = ?`);
+    this.byId = db.prepare(`SELECT p.*, b.plan AS plan FROM plans p LEFT JOIN plan_bodies b ON b.plan_id = p.plan_id WHERE p.plan_id = ?`);
     this.markApplied = db.prepare(`UPDATE plans SET status = ?, status_reason = ?, applied_edit_ids = ?, applied_offset = ? WHERE plan_id = ?`);
     this.appliedById = db.prepare(`SELECT status, applied_edit_ids, applied_offset FROM plans WHERE plan_id = ?`);
   }
 
+  /** Store a plan (its status row and its body, atomically); a plan with the same id is replaced. */
   record(p: StoredPlan): void {
+    const body = JSON.stringify(p.plan);
     try {
-      this.insert.run({ ...p, statusReason: p.statusReason ?? null, plan: JSON.stringify(p.plan) });
+      this.db.transaction(() => {
+        this.insert.run({ planId: p.planId, sessionId: p.sessionId, createdAt: p.createdAt, status: p.status, statusReason: p.statusReason ?? null, headroomBefore: p.headroomBefore, headroomAfter: p.headroomAfter });
+        this.insertBody.run(p.planId, body);
+      })();
     } catch (err) {
       throw wrapStoreError(err, 'cannot record plan');
     }
@@ -132,8 +143,9 @@ export class PlanLog {
   }
 }
 
-/** A stored plan body, or undefined when it is not JSON. */
-function parseBody(json: string): unknown {
+/** A stored plan body, or undefined when it is missing or not JSON. */
+function parseBody(json: string | null): unknown {
+  if (json === null) return undefined;
   try {
     return JSON.parse(json) as unknown;
   } catch {

@@ -1155,7 +1155,7 @@ describe('SessionManager release of a session with applied edits', () => {
     const generation = eb.s.life.generation;
     t += 10;
     expect(manager.releaseIdle()).toBe(1);
-    db.prepare(`UPDATE plans SET plan = '{"planId":"x","edits":[]}' WHERE plan_id = ?`).run(eb.plan.planId);
+    db.prepare(`UPDATE plan_bodies SET plan = '{"planId":"x","edits":[]}' WHERE plan_id = ?`).run(eb.plan.planId);
     await manager.requireLoaded('b');
     const plain = setup().manager.ingest(b.file, 'b', 'openai-chat', b.part(0).events, b.part(0).toOffset);
     expect(eb.s.model.messages()).toEqual(plain.model.messages());

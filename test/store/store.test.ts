@@ -102,6 +102,23 @@ describe('store', () => {
     const db = openDb(path);
     dbs.push(db);
     expect(new PlanLog(db).appliedAt('p0')).toEqual({ status: 'applied', editIds: undefined, offset: undefined });
+    // migration 10 moved the body to plan_bodies
+    expect(new PlanLog(db).get('p0')).toMatchObject({ planId: 'p0', status: 'applied', plan: {} });
+  });
+
+  it('an ack rewrites the plan\'s status row, never its body; a plan recorded again replaces both', () => {
+    const { db } = tempDb();
+    const log = new PlanLog(db);
+    const body = { planId: 'p1', edits: [{ editId: 'e1', summary: 'x'.repeat(20_000) }] };
+    log.record({ planId: 'p1', sessionId: 's', createdAt: 1, status: 'proposed', headroomBefore: 0.1, headroomAfter: 0.3, plan: body });
+    db.exec(`CREATE TEMP TABLE body_writes (n INTEGER);
+      CREATE TEMP TRIGGER count_body_updates AFTER UPDATE ON plan_bodies BEGIN INSERT INTO body_writes VALUES (1); END;`);
+    log.setStatus('p1', 'rejected', 'not now');
+    expect(log.setApplied('p1', 'applied', undefined, ['e1'], 42)).toBe(true);
+    expect(db.prepare('SELECT count(*) FROM body_writes').pluck().get()).toBe(0);
+    expect(log.get('p1')).toMatchObject({ status: 'applied', plan: body, appliedEditIds: ['e1'], appliedOffset: 42 });
+    log.record({ planId: 'p1', sessionId: 's', createdAt: 2, status: 'proposed', headroomBefore: 0.1, headroomAfter: 0.2, plan: { planId: 'p1', edits: [] } });
+    expect(log.get('p1')).toMatchObject({ createdAt: 2, status: 'proposed', plan: { planId: 'p1', edits: [] }, appliedEditIds: undefined });
   });
 
   it('turns a full database into STORE_FULL and keeps earlier rows', () => {
