@@ -4,11 +4,12 @@
  *
  * Measured facts it is built around: chokidar throttles `change` (~1 per 50 ms) and can leave
  * the last bytes of a burst unannounced. So a live file is also read on chokidar's unthrottled
- * `raw` events (an append reaches the decoder within a millisecond, not at the next 50 ms), every
- * event reads from the stored offset to EOF (looping until a read returns nothing), and then
- * ONE re-check read is scheduled after `recheckMs`. `awaitWriteFinish` is never used. Truncation (size < offset, or the bytes
- * before the offset changed) and rotation (inode change, file removed and re-created) emit
- * `reset` and re-read from 0. A partial last line waits for its newline.
+ * `raw` events (an append reaches the decoder within a millisecond, not at the next 50 ms);
+ * every event reads from the stored offset to EOF (looping until a read returns nothing) and
+ * then schedules ONE re-check read after `recheckMs`. `awaitWriteFinish` is never used.
+ * Truncation (size < offset, or the bytes before the offset changed) and rotation (inode
+ * change, file removed and re-created) emit `reset` and re-read from 0. A partial last line
+ * waits for its newline.
  *
  * Hostile folders: only regular files are read. Files are opened O_NONBLOCK and checked with
  * fstat, so a FIFO, socket or device never blocks a thread (skipped with one warning). Symlinks
