@@ -67,7 +67,7 @@ export class LiveContext {
   /** Live entries in context order. */
   entries: Entry[] = [];
   readonly entryById = new Map<string, Entry>();
-  /** Message id → the live summary entry that replaced it (so a truncate can still find it). */
+  /** Message id → the live summary entry that holds it now (so a truncate can still find it), through summaries summarized again. */
   readonly replacedInto = new Map<string, Entry>();
   /**
    * Summary entry → the ids `replacedInto` maps to it, so they leave with it (the summary
@@ -264,9 +264,13 @@ export class LiveContext {
     this.entries = [...before, entry, ...after];
     const absorbed: string[] = [];
     for (const e of goneEntries) {
+      // a summary summarized again: the messages it replaced are in the new summary now
+      const inner = this.replacedIdsOf.get(e) ?? [];
       this.forgetEntry(e);
-      this.replacedInto.set(e.message.id, entry);
-      absorbed.push(e.message.id);
+      for (const id of [e.message.id, ...inner]) {
+        this.replacedInto.set(id, entry);
+        absorbed.push(id);
+      }
     }
     this.replacedIdsOf.set(entry, absorbed);
     this.entryById.set(message.id, entry);

@@ -387,21 +387,19 @@ describe('SessionModel.replaceSections', () => {
     expect(m.tokens()).toBe(sum(m.sections()));
   });
 
-  it('a summary replaced in turn: a truncate to a message of the first leaves the context as it is; one to the first summary keeps the second', () => {
-    const m = build();
-    const read = m.sections().find((s) => s.messageIds.includes('r3'))!;
-    const first = m.replaceSections([read.id], { text: 'read package.json', editId: 'e2', handle: 'h2', reason: 'stale-read' });
-    const second = m.replaceSections([first.id], { text: 'read a file', editId: 'e4', handle: 'h4', reason: 'low-score' });
-    const ids = m.messages().map((x) => x.id);
-    const tokens = m.tokens();
-    // r3 went into a summary that is gone itself: as for an unknown id, nothing changes.
-    m.apply({ type: 'truncate', keepThroughId: 'r3', reason: 'rewind' });
-    expect(m.messages().map((x) => x.id)).toEqual(ids);
-    expect(m.tokens()).toBe(tokens);
-    m.apply({ type: 'truncate', keepThroughId: 'summary:e2', reason: 'rewind' });
-    expect(m.messages().map((x) => x.id)).toEqual(ids.slice(0, ids.indexOf('summary:e4') + 1));
-    expect(m.section(second.id)).toBeDefined();
-    expect(m.tokens()).toBe(sum(m.sections()));
+  it('a summary replaced in turn: a truncate to a message of the first, or to the first summary, keeps the second', () => {
+    for (const keepThroughId of ['r3', 'summary:e2']) {
+      const m = build();
+      const read = m.sections().find((s) => s.messageIds.includes('r3'))!;
+      const first = m.replaceSections([read.id], { text: 'read package.json', editId: 'e2', handle: 'h2', reason: 'stale-read' });
+      const second = m.replaceSections([first.id], { text: 'read a file', editId: 'e4', handle: 'h4', reason: 'low-score' });
+      const ids = m.messages().map((x) => x.id);
+      // r3 went into a summary that is gone itself: the summary that holds it now is kept
+      m.apply({ type: 'truncate', keepThroughId, reason: 'rewind' });
+      expect(m.messages().map((x) => x.id)).toEqual(ids.slice(0, ids.indexOf('summary:e4') + 1));
+      expect(m.section(second.id)).toBeDefined();
+      expect(m.tokens()).toBe(sum(m.sections()));
+    }
   });
 
   it('a model rebuilt from messages() has the same token total', () => {
