@@ -8,7 +8,7 @@
  * shingle size, MinHash bins) must bump DERIVATION_VERSION, so stored rows of the old
  * derivation are recomputed, never trusted.
  */
-import { analyseText, hash52 } from '../text/index.js';
+import { analyseText, FNV32_OFFSET_BASIS, FNV32_PRIME, hash52 } from '../text/index.js';
 import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
 
 /** Bump on any change to what `analyseFragmentText` computes or to the encoding below (test/model/derived.test.ts pins a fixed text's encoding to fail when one is forgotten). */
@@ -89,8 +89,8 @@ function checksum(bytes: Uint8Array, from: number): number {
  * which deoptimized on every call when a value past 2^31 came out of it.
  */
 function fnvInt32(bytes: Uint8Array, from: number): number {
-  let h = 0x811c9dc5 | 0;
-  for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
+  let h = FNV32_OFFSET_BASIS | 0;
+  for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), FNV32_PRIME);
   return h;
 }
 

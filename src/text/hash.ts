@@ -1,11 +1,21 @@
 /** Stable non-cryptographic hashes of strings (ids, handles, shingles) without node:crypto. */
 
+/**
+ * FNV-1a's 32-bit offset basis and prime: the one home of the constants every FNV-1a loop of
+ * the project starts from and multiplies by (some loops are written out inline where a call per
+ * character or word cost too much; tests pin them to the functions here).
+ */
+export const FNV32_OFFSET_BASIS = 0x811c9dc5;
+export const FNV32_PRIME = 0x01000193;
+/** The offset basis of `hash52`'s second lane (its low 20 bits). */
+export const HASH52_SECOND_BASIS = 0x050c5d1f;
+
 /** 32-bit FNV-1a hash of a string. */
 export function fnv1a32(s: string): number {
-  let h = 0x811c9dc5;
+  let h = FNV32_OFFSET_BASIS;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
+    h = Math.imul(h, FNV32_PRIME);
   }
   return h >>> 0;
 }
@@ -16,12 +26,12 @@ export function fnv1a32(s: string): number {
  * collide within a few tens of thousands of strings.
  */
 export function hash52(s: string): number {
-  let a = 0x811c9dc5;
-  let b = 0x050c5d1f;
+  let a = FNV32_OFFSET_BASIS;
+  let b = HASH52_SECOND_BASIS;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193);
+    a = Math.imul(a ^ c, FNV32_PRIME);
+    b = Math.imul(b ^ c, FNV32_PRIME);
   }
   return (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
 }
@@ -52,12 +62,12 @@ export function fnv1a64(text: string): string {
  * for the many short texts of a session, and allocates nothing.
  */
 export function textLanes(s: string, out: Uint32Array): void {
-  let a = 0x811c9dc5;
-  let b = 0x050c5d1f;
+  let a = FNV32_OFFSET_BASIS;
+  let b = HASH52_SECOND_BASIS;
   let c = 0x2c1b3c6d;
   for (let i = 0; i < s.length; i++) {
     const ch = s.charCodeAt(i);
-    a = Math.imul(a ^ ch, 0x01000193);
+    a = Math.imul(a ^ ch, FNV32_PRIME);
     b = Math.imul(b ^ ch, 0x5bd1e995);
     b ^= b >>> 13;
     c = Math.imul(c ^ ch, 0x27d4eb2f);

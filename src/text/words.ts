@@ -3,7 +3,7 @@
  * (BM25 term stats, template search terms and fingerprints, the planner's content terms,
  * near-duplicate shingles). No tiktoken calls happen here.
  */
-import { fnv1a32 } from './hash.js';
+import { FNV32_OFFSET_BASIS, FNV32_PRIME, fnv1a32 } from './hash.js';
 
 /** Text longer than this is only partly analysed (the head and the tail), to bound per-call cost. */
 export const MAX_ANALYSED_CHARS = 200_000;
@@ -133,8 +133,8 @@ function shingleHashesOf(wordHash: Uint32Array, size: number): Uint32Array {
   if (wordHash.length < size) return wordHash;
   const out = new Uint32Array(wordHash.length - size + 1);
   for (let i = 0; i < out.length; i++) {
-    let h = 0x811c9dc5;
-    for (let j = 0; j < size; j++) h = Math.imul(h ^ (wordHash[i + j] as number), 0x01000193);
+    let h = FNV32_OFFSET_BASIS;
+    for (let j = 0; j < size; j++) h = Math.imul(h ^ (wordHash[i + j] as number), FNV32_PRIME);
     out[i] = h >>> 0;
   }
   return out;
@@ -206,8 +206,8 @@ class SeenRanges {
 
   /** True the first time `text[from, to)` is met since `begin` (`text` is the same string throughout a call). */
   firstTime(text: string, from: number, to: number): boolean {
-    let h = 0x811c9dc5 | 0; // as an int32 (same bits)
-    for (let i = from; i < to; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    let h = FNV32_OFFSET_BASIS | 0; // as an int32 (same bits)
+    for (let i = from; i < to; i++) h = Math.imul(h ^ text.charCodeAt(i), FNV32_PRIME);
     const mask = this.size - 1;
     for (let slot = h & mask; ; slot = (slot + 1) & mask) {
       if (this.stamp[slot] !== this.gen) {

@@ -2,7 +2,7 @@
 import type { Message, ToolCall } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import type { DetectorContext } from '../types.js';
-import { isSpaceCode } from '../../text/index.js';
+import { FNV32_OFFSET_BASIS, FNV32_PRIME, HASH52_SECOND_BASIS, isSpaceCode } from '../../text/index.js';
 
 /** A section the planner may replace: not an anchor, not a pending call, not the system prompt. */
 export function isCompactable(s: Section): boolean {
@@ -70,8 +70,8 @@ export function lineHashes(text: string): Float64Array {
   let i = 0;
   const end = text.length;
   while (i <= end) {
-    let a = 0x811c9dc5 | 0; // as an int32 (same bits): the loop stays on int32 arithmetic
-    let b = 0x050c5d1f;
+    let a = FNV32_OFFSET_BASIS | 0; // as an int32 (same bits): the loop stays on int32 arithmetic
+    let b = HASH52_SECOND_BASIS;
     let started = false;
     let gap = false;
     for (; i < end; i++) {
@@ -84,12 +84,12 @@ export function lineHashes(text: string): Float64Array {
         }
       }
       if (gap) {
-        a = Math.imul(a ^ 32, 0x01000193);
-        b = Math.imul(b ^ 32, 0x01000193);
+        a = Math.imul(a ^ 32, FNV32_PRIME);
+        b = Math.imul(b ^ 32, FNV32_PRIME);
         gap = false;
       }
-      a = Math.imul(a ^ c, 0x01000193);
-      b = Math.imul(b ^ c, 0x01000193);
+      a = Math.imul(a ^ c, FNV32_PRIME);
+      b = Math.imul(b ^ c, FNV32_PRIME);
       started = true;
     }
     i++; // past the line break (or the end)
