@@ -264,8 +264,9 @@ export class LiveContext {
     this.entries = [...before, entry, ...after];
     const absorbed: string[] = [];
     for (const e of goneEntries) {
-      // a summary summarized again: the messages it replaced are in the new summary now
-      const inner = this.replacedIdsOf.get(e) ?? [];
+      // a summary summarized again: the messages it holds are in the new summary now (not an id
+      // another summary took since: one re-appended after a rewind into this one)
+      const inner = (this.replacedIdsOf.get(e) ?? []).filter((id) => this.replacedInto.get(id) === e);
       this.forgetEntry(e);
       for (const id of [e.message.id, ...inner]) {
         this.replacedInto.set(id, entry);

@@ -402,6 +402,24 @@ describe('SessionModel.replaceSections', () => {
     }
   });
 
+  it('a summary summarized again takes over only the ids it still holds: an id re-appended after a rewind stays with the summary that holds it now', () => {
+    const m = build();
+    const read = m.sections().find((s) => s.messageIds.includes('r3'))!;
+    const first = m.replaceSections([read.id], { text: 'read package.json', editId: 'e2', handle: 'h2', reason: 'stale-read' });
+    // rewound into the summary, then the transcript brings a message with an id the summary holds
+    m.apply({ type: 'truncate', keepThroughId: 'a2', reason: 'rewind' });
+    m.applyAll([callMsg('r3', [call('c9', 'Bash', 'npm test')]), result('r9', 'c9', 'ok'), user('u2', 'and now?')]);
+    const again = m.sections().find((s) => s.messageIds.includes('r9'))!;
+    m.replaceSections([again.id], { text: 'ran the tests', editId: 'e5', handle: 'h5', reason: 'low-score' });
+    m.replaceSections([first.id], { text: 'read a file', editId: 'e6', handle: 'h6', reason: 'low-score' });
+    const ids = m.messages().map((x) => x.id);
+    expect(ids.indexOf('summary:e6')).toBeLessThan(ids.indexOf('summary:e5'));
+    // the r3 the agent has now is the one in summary:e5: a rewind to it keeps that summary
+    m.apply({ type: 'truncate', keepThroughId: 'r3', reason: 'rewind' });
+    expect(m.messages().map((x) => x.id)).toEqual(ids.slice(0, ids.indexOf('summary:e5') + 1));
+    expect(m.tokens()).toBe(sum(m.sections()));
+  });
+
   it('a model rebuilt from messages() has the same token total', () => {
     const m = build();
     const big = m.sections().find((s) => s.messageIds.includes('r1'))!;
