@@ -8,7 +8,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, watch, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
-import { demoTranscript, demoTranscriptJsonl } from '../demo/transcript.js';
+import { demoTranscript, demoTranscriptJsonl, type DemoLine } from '../demo/transcript.js';
 import { createTokenCounter } from '../model/tokens.js';
 import { cpuSeconds, round, rssMiB, startDaemonProcess, summarize } from './harness.js';
 import { generatedTranscript } from './transcripts.js';
@@ -44,9 +44,49 @@ function waitForPlan(client: ContextdClient, sessionId: string, timeoutMs: numbe
   });
 }
 
+/**
+ * Round `k`'s append: one tool call and its (large, repetitive) result from `extra`, ids unique
+ * to the round, as one write. The warm-up's (`warmUp`) texts are marked as its own: the
+ * warm-up is there for V8 to compile the daemon, and must not fill the daemon's content-keyed
+ * caches (token counts, derived data) with the very texts the measured appends then bring.
+ */
+export function roundAppend(extra: readonly DemoLine[], k: number, warmUp = false): string {
+  const pairs = Math.floor(extra.length / 2);
+  const at = (k % pairs) * 2;
+  const pair = extra.slice(at, at + 2);
+  return (
+    pair
+      .map((l) =>
+        JSON.stringify({
+          ...l,
+          ...(warmUp && l.role === 'tool' ? { content: `(warm-up round ${k})\n${l.content}` } : {}),
+          tool_call_id: l.tool_call_id ? `${l.tool_call_id}_${k}` : undefined,
+          tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_${k}`, ...(warmUp ? { function: { ...t.function, arguments: warmUpArguments(t.function.arguments, k) } } : {}) })),
+        }),
+      )
+      .join('\n') + '\n'
+  );
+}
+
+/** A tool call's arguments with a field of the warm-up's own (or a prefix, when they are not a JSON object). */
+function warmUpArguments(args: string, k: number): string {
+  try {
+    const v = JSON.parse(args) as unknown;
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return JSON.stringify({ ...v, warm_up_round: k });
+  } catch {
+    // not JSON: marked below
+  }
+  return `(warm-up round ${k}) ${args}`;
+}
+
 /** Sessions and rounds of the untimed JIT warm-up before each level's measured appends. */
 const WARM_SESSIONS = 10;
-const WARM_ROUNDS = 10;
+export const WARM_ROUNDS = 10;
+
+/** The tool calls and results the appends are made of (`roundAppend`). */
+export function appendSource(): DemoLine[] {
+  return demoTranscript({ rounds: 3, variant: 'z' }).filter((l) => l.role === 'tool' || l.tool_calls);
+}
 
 interface Subscribed {
   readonly c: ContextdClient;
@@ -87,7 +127,7 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
   const prober = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 60_000 });
   try {
     await prober.connect();
-    const extra = demoTranscript({ rounds: 3, variant: 'z' }).filter((l) => l.role === 'tool' || l.tool_calls);
+    const extra = appendSource();
     const subscribeAll = (paths: readonly string[]): Promise<Subscribed[]> =>
       Promise.all(
         paths.map(async (f) => {
@@ -98,14 +138,10 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
         }),
       );
     /** Round `k`: every client appends one tool call and its result at once and waits for its plan, then declines it. */
-    const appendRound = (list: readonly Subscribed[], k: number, into: number[]): Promise<void> =>
+    const appendRound = (list: readonly Subscribed[], k: number, into: number[], warmUp = false): Promise<void> =>
       Promise.all(
         list.map(async ({ c, f, sessionId }) => {
-          // One tool call + its (large, repetitive) result, written as one append.
-          const pairs = Math.floor(extra.length / 2);
-          const at = (k % pairs) * 2;
-          const pair = extra.slice(at, at + 2);
-          const text = pair.map((l) => JSON.stringify({ ...l, tool_call_id: l.tool_call_id ? `${l.tool_call_id}_${k}` : undefined, tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_${k}` })) })).join('\n') + '\n';
+          const text = roundAppend(extra, k, warmUp);
           const got = waitForPlan(c, sessionId, 15_000);
           got.catch(() => undefined); // handled below; never an unhandled rejection
           const t0 = performance.now();
@@ -129,7 +165,7 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     // functions on another core through a cold run's last round). Separate sessions, so the
     // measured ones start as large as without it; their own latencies are reported apart.
     const warmClients = await subscribeAll(warmFiles);
-    for (let k = 0; k < WARM_ROUNDS; k++) await appendRound(warmClients, k, warmUp);
+    for (let k = 0; k < WARM_ROUNDS; k++) await appendRound(warmClients, k, warmUp, true);
     await Promise.all(warmClients.map(({ c }) => c.close()));
     const clients = await subscribeAll(files);
     // daemon.status asked every 20 ms by another client while the sessions append and plan.
