@@ -118,9 +118,18 @@ export function secureStateFiles(dbPath: string): void {
   }
 }
 
-/** Apply every migration newer than the database's `user_version`, each in its own transaction. */
+/**
+ * Apply every migration newer than the database's `user_version`, each in its own transaction.
+ * A database whose version is newer than every migration given is refused with STORE_FAILED.
+ */
 export function migrate(db: Db, migrations: readonly Migration[]): void {
   const current = db.pragma('user_version', { simple: true }) as number;
+  // A database a newer contextd migrated (a downgrade): its schema may lack what this build
+  // writes (migration 10 dropped a column), so every write would fail one by one. Refused at once.
+  const newest = migrations.reduce((n, m) => Math.max(n, m.version), 0);
+  if (current > newest) {
+    throw new ContextdError(ErrorCode.STORE_FAILED, `the state database has schema version ${current}, newer than this contextd knows (${newest}): run the contextd that wrote it, or give this one another state folder (--state)`, { schemaVersion: current, knownVersion: newest });
+  }
   const pending = [...migrations].filter((m) => m.version > current).sort((a, b) => a.version - b.version);
   for (const m of pending) {
     db.transaction(() => {

@@ -106,6 +106,28 @@ describe('store', () => {
     expect(new PlanLog(db).get('p0')).toMatchObject({ planId: 'p0', status: 'applied', plan: {} });
   });
 
+  it('refuses a state database a newer contextd migrated, saying so, and leaves it as it was', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-store-'));
+    dirs.push(dir);
+    const path = join(dir, 'newer.db');
+    const newer = openDb(path);
+    const latest = Math.max(...MIGRATIONS.map((m) => m.version));
+    newer.pragma(`user_version = ${latest + 1}`);
+    newer.close();
+    let caught: unknown;
+    try {
+      dbs.push(openDb(path));
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ContextdError);
+    expect((caught as ContextdError).code).toBe(ErrorCode.STORE_FAILED);
+    expect((caught as ContextdError).message).toMatch(new RegExp(`schema version ${latest + 1}, newer than this contextd knows \\(${latest}\\)`));
+    const again = new Database(path);
+    expect(again.pragma('user_version', { simple: true })).toBe(latest + 1);
+    again.close();
+  });
+
   it('an ack rewrites the plan\'s status row, never its body; a plan recorded again replaces both', () => {
     const { db } = tempDb();
     const log = new PlanLog(db);
