@@ -119,9 +119,12 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
   const samples: number[] = [];
   const warmUp: number[] = [];
   const statusMs: number[] = [];
-  let timeouts = 0;
-  /** Acks refused (PLAN_EXPIRED): the plan taken for an append was superseded by a newer one before the ack. */
-  let acksRefused = 0;
+  /**
+   * Per phase (measured, warm-up): appends answered by no plan in time (`timeouts`), and acks
+   * refused (PLAN_EXPIRED: the plan taken for an append was superseded by a newer one before the ack).
+   */
+  const measured = { timeouts: 0, acksRefused: 0 };
+  const warmUpCounts = { timeouts: 0, acksRefused: 0 };
   let loading = true;
   let cpuMsPerAppend: { daemon: number; daemonMainThread: number; bench: number } | undefined;
   const prober = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 60_000 });
@@ -141,6 +144,7 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     const appendRound = (list: readonly Subscribed[], k: number, into: number[], warmUp = false): Promise<void> =>
       Promise.all(
         list.map(async ({ c, f, sessionId }) => {
+          const counts = warmUp ? warmUpCounts : measured;
           const text = roundAppend(extra, k, warmUp);
           const got = waitForPlan(c, sessionId, 15_000);
           got.catch(() => undefined); // handled below; never an unhandled rejection
@@ -150,14 +154,14 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
           try {
             plan = await got;
           } catch {
-            timeouts++;
+            counts.timeouts++;
             return;
           }
           into.push(performance.now() - t0);
           // Right after subscribing, the plan pushed at once for the session as it stood can come
           // in after the append and be superseded by the append's own before this ack: refused,
           // and not a missing push (it was counted as a timeout before).
-          await c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => acksRefused++);
+          await c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => counts.acksRefused++);
         }),
       ).then(() => undefined);
     // JIT warm-up, untimed in the figures: a daemon runs for hours, and V8 compiles the append,
@@ -201,7 +205,7 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, timeouts, acksRefused, warmUpAppendToPlanMs: summarize(warmUp) };
+  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, ...measured, warmUpAppendToPlanMs: summarize(warmUp), warmUpTimeouts: warmUpCounts.timeouts, warmUpAcksRefused: warmUpCounts.acksRefused };
 }
 
 /** What the resident memory of a process consists of, in MiB, from /proc/PID/smaps_rollup (Linux). */

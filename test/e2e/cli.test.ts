@@ -33,6 +33,7 @@ describe('the CLI', () => {
     expect(out.latency[0]?.appendToPlanMs.n).toBeGreaterThan(0);
     // the untimed JIT warm-up: 10 other sessions × 10 appends, each answered by a plan
     expect(out.latency[0]?.warmUpAppendToPlanMs.n).toBe(100);
+    expect(out.latency[0]).toMatchObject({ timeouts: 0, warmUpTimeouts: 0 });
     expect(out.rss).toBeUndefined();
     expect(out.limits).toBeUndefined();
   }, 150_000);
