@@ -101,18 +101,15 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
   // ~1.8k tokens a round: 11 rounds ≈ 20k tokens ≈ 63% of the budget, past the soft watermark,
   // so every append that adds cruft is answered with a plan.
   const budget = 32_000;
-  const files: string[] = [];
-  for (let i = 0; i < sessionsCount; i++) {
-    const f = join(watch, `bench-${i}.jsonl`);
-    writeFileSync(f, demoTranscriptJsonl({ rounds: 11, variant: String.fromCharCode(97 + (i % 26)) }));
-    files.push(f);
-  }
-  const warmFiles: string[] = [];
-  for (let i = 0; i < WARM_SESSIONS; i++) {
-    const f = join(watch, `warm-${i}.jsonl`);
-    writeFileSync(f, demoTranscriptJsonl({ rounds: 11, variant: String.fromCharCode(97 + (i % 26)) }));
-    warmFiles.push(f);
-  }
+  /** `count` transcripts named `<prefix>-<i>.jsonl`, each a demo session of 11 rounds. */
+  const writeSessions = (prefix: string, count: number): string[] =>
+    Array.from({ length: count }, (_, i) => {
+      const f = join(watch, `${prefix}-${i}.jsonl`);
+      writeFileSync(f, demoTranscriptJsonl({ rounds: 11, variant: String.fromCharCode(97 + (i % 26)) }));
+      return f;
+    });
+  const files = writeSessions('bench', sessionsCount);
+  const warmFiles = writeSessions('warm', WARM_SESSIONS);
   const config = join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0, logLevel: 'warn' }));
   const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', join(dir, 'state'), '--budget', String(budget)], undefined, cli);
