@@ -12,11 +12,14 @@ import { demoTranscript, demoTranscriptJsonl, type DemoLine } from '../demo/tran
 import { createTokenCounter } from '../model/tokens.js';
 import { cpuSeconds, round, rssMiB, startDaemonProcess, summarize } from './harness.js';
 import { generatedTranscript } from './transcripts.js';
+import { seededRandom } from '../util/random.js';
 
 export interface LatencyOptions {
   readonly concurrency?: readonly number[];
   /** Appends measured per session at each concurrency level. */
   readonly appendsPerSession?: number;
+  /** Appends per session in the staggered phase (default 10). */
+  readonly staggeredAppends?: number;
   /** Sessions × tokens for the RSS figure. */
   readonly rssSessions?: number;
   readonly rssRounds?: number;
@@ -45,38 +48,60 @@ function waitForPlan(client: ContextdClient, sessionId: string, timeoutMs: numbe
 }
 
 /**
- * Round `k`'s append: one tool call and its (large, repetitive) result from `extra`, ids unique
- * to the round, as one write. The warm-up's (`warmUp`) texts are marked as its own: the
- * warm-up is there for V8 to compile the daemon, and must not fill the daemon's content-keyed
- * caches (token counts, derived data) with the very texts the measured appends then bring.
+ * Round `k`'s append for the session marked `mark`: one tool call and its (large, repetitive)
+ * result from `extra`, ids unique to the round, as one write. The mark makes every session's
+ * (and the warm-up's) texts its own: token counts and derived data are cached by text, so
+ * sessions appending the same text would each find the first one's work done, which live
+ * agents' sessions never do.
  */
-export function roundAppend(extra: readonly DemoLine[], k: number, warmUp = false): string {
+export function roundAppend(extra: readonly DemoLine[], k: number, mark: string): string {
   const pairs = Math.floor(extra.length / 2);
   const at = (k % pairs) * 2;
   const pair = extra.slice(at, at + 2);
+  const tag = `${mark} round ${k}`;
   return (
     pair
       .map((l) =>
         JSON.stringify({
           ...l,
-          ...(warmUp && l.role === 'tool' ? { content: `(warm-up round ${k})\n${l.content}` } : {}),
+          ...(l.role === 'tool' ? { content: `(${tag})\n${l.content}` } : {}),
           tool_call_id: l.tool_call_id ? `${l.tool_call_id}_${k}` : undefined,
-          tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_${k}`, ...(warmUp ? { function: { ...t.function, arguments: warmUpArguments(t.function.arguments, k) } } : {}) })),
+          tool_calls: l.tool_calls?.map((t) => ({ ...t, id: `${t.id}_${k}`, function: { ...t.function, arguments: markedArguments(t.function.arguments, tag) } })),
         }),
       )
       .join('\n') + '\n'
   );
 }
 
-/** A tool call's arguments with a field of the warm-up's own (or a prefix, when they are not a JSON object). */
-function warmUpArguments(args: string, k: number): string {
+/** A tool call's arguments with the append's mark as a field (or a prefix, when they are not a JSON object). */
+function markedArguments(args: string, tag: string): string {
   try {
     const v = JSON.parse(args) as unknown;
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return JSON.stringify({ ...v, warm_up_round: k });
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return JSON.stringify({ ...v, bench_append: tag });
   } catch {
     // not JSON: marked below
   }
-  return `(warm-up round ${k}) ${args}`;
+  return `(${tag}) ${args}`;
+}
+
+/**
+ * Mean gap between one session's appends in the staggered phase (`staggeredAppendToPlanMs`).
+ * Real agents write their transcripts less often: in the Claude Code and Codex transcripts of
+ * the shared corpus (8 sessions, 982 gaps between writes ≥ 50 ms apart) the median gap is
+ * 2.0 s and the mean 10 s, so a session appending every second on average is a fast agent.
+ */
+export const STAGGERED_MEAN_GAP_MS = 1_000;
+
+/** Samples the staggered phase takes at least, at any level (`latencyAt`). */
+const STAGGERED_MIN_SAMPLES = 30;
+
+/**
+ * Exponential gaps (a Poisson process per session) with mean `meanMs`, seeded: the same
+ * schedule on every run and for both builds of a before/after.
+ */
+export function staggeredGaps(seed: number, count: number, meanMs: number): number[] {
+  const r = seededRandom(seed);
+  return Array.from({ length: count }, () => -Math.log(1 - r()) * meanMs);
 }
 
 /** Sessions and rounds of the untimed JIT warm-up before each level's measured appends. */
@@ -92,9 +117,11 @@ interface Subscribed {
   readonly c: ContextdClient;
   readonly f: string;
   readonly sessionId: string;
+  /** Marks this session's appended texts as its own (`roundAppend`). */
+  readonly mark: string;
 }
 
-async function latencyAt(sessionsCount: number, appends: number, cli?: string): Promise<Record<string, unknown>> {
+async function latencyAt(sessionsCount: number, appends: number, staggered: number, cli?: string): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-bench-lat-'));
   const watch = join(dir, 'sessions');
   mkdirSync(watch);
@@ -110,6 +137,11 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     });
   const files = writeSessions('bench', sessionsCount);
   const warmFiles = writeSessions('warm', WARM_SESSIONS);
+  // Staggered: with one session, the phase is repeated on fresh sessions until it has
+  // STAGGERED_MIN_SAMPLES, so every level's sessions grow alike. Written now: the daemon reads
+  // them at its start, like the others.
+  const reps = Math.max(1, Math.ceil(STAGGERED_MIN_SAMPLES / (sessionsCount * staggered)));
+  const staggeredFiles = Array.from({ length: reps }, (_, r) => writeSessions(`staggered-${r}`, sessionsCount));
   const config = join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0, logLevel: 'warn' }));
   const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', join(dir, 'state'), '--budget', String(budget)], undefined, cli);
@@ -121,6 +153,8 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
    * refused (PLAN_EXPIRED: the plan taken for an append was superseded by a newer one before the ack).
    */
   const measured = { timeouts: 0, acksRefused: 0 };
+  const staggeredSamples: number[] = [];
+  const staggeredCounts = { timeouts: 0, acksRefused: 0 };
   const warmUpCounts = { timeouts: 0, acksRefused: 0 };
   let loading = true;
   let cpuMsPerAppend: { daemon: number; daemonMainThread: number; bench: number } | undefined;
@@ -128,47 +162,47 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
   try {
     await prober.connect();
     const extra = appendSource();
-    const subscribeAll = (paths: readonly string[]): Promise<Subscribed[]> =>
+    /** A client per transcript, subscribed; the texts each appends are marked `<phase> s<i>`. */
+    const subscribeAll = (paths: readonly string[], phase: string): Promise<Subscribed[]> =>
       Promise.all(
-        paths.map(async (f) => {
+        paths.map(async (f, i) => {
           const c = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench', version: '1' }, reconnect: false });
           await c.connect();
           const { sessionId } = await c.subscribe({ transcriptPath: f });
-          return { c, f, sessionId };
+          return { c, f, sessionId, mark: `${phase} s${i}` };
         }),
       );
+    /** One session's append of round `k`: the time until its plan is pushed goes to `into`, then the plan is declined. */
+    const appendOnce = async ({ c, f, sessionId, mark }: Subscribed, k: number, into: number[], counts: { timeouts: number; acksRefused: number }): Promise<void> => {
+      const text = roundAppend(extra, k, mark);
+      const got = waitForPlan(c, sessionId, 15_000);
+      got.catch(() => undefined); // handled below; never an unhandled rejection
+      const t0 = performance.now();
+      appendFileSync(f, text);
+      let plan: WirePlan;
+      try {
+        plan = await got;
+      } catch {
+        counts.timeouts++;
+        return;
+      }
+      into.push(performance.now() - t0);
+      // Right after subscribing, the plan pushed at once for the session as it stood can come
+      // in after the append and be superseded by the append's own before this ack: refused,
+      // and not a missing push (it was counted as a timeout before).
+      await c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => counts.acksRefused++);
+    };
     /** Round `k`: every client appends one tool call and its result at once and waits for its plan, then declines it. */
-    const appendRound = (list: readonly Subscribed[], k: number, into: number[], warmUp = false): Promise<void> =>
-      Promise.all(
-        list.map(async ({ c, f, sessionId }) => {
-          const counts = warmUp ? warmUpCounts : measured;
-          const text = roundAppend(extra, k, warmUp);
-          const got = waitForPlan(c, sessionId, 15_000);
-          got.catch(() => undefined); // handled below; never an unhandled rejection
-          const t0 = performance.now();
-          appendFileSync(f, text);
-          let plan: WirePlan;
-          try {
-            plan = await got;
-          } catch {
-            counts.timeouts++;
-            return;
-          }
-          into.push(performance.now() - t0);
-          // Right after subscribing, the plan pushed at once for the session as it stood can come
-          // in after the append and be superseded by the append's own before this ack: refused,
-          // and not a missing push (it was counted as a timeout before).
-          await c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => counts.acksRefused++);
-        }),
-      ).then(() => undefined);
+    const appendRound = (list: readonly Subscribed[], k: number, into: number[], counts: { timeouts: number; acksRefused: number }): Promise<void> =>
+      Promise.all(list.map((s) => appendOnce(s, k, into, counts))).then(() => undefined);
     // JIT warm-up, untimed in the figures: a daemon runs for hours, and V8 compiles the append,
     // plan and ack paths over its first few hundred plans (TurboFan was still compiling planner
     // functions on another core through a cold run's last round). Separate sessions, so the
     // measured ones start as large as without it; their own latencies are reported apart.
-    const warmClients = await subscribeAll(warmFiles);
-    for (let k = 0; k < WARM_ROUNDS; k++) await appendRound(warmClients, k, warmUp, true);
+    const warmClients = await subscribeAll(warmFiles, 'warm-up');
+    for (let k = 0; k < WARM_ROUNDS; k++) await appendRound(warmClients, k, warmUp, warmUpCounts);
     await Promise.all(warmClients.map(({ c }) => c.close()));
-    const clients = await subscribeAll(files);
+    const clients = await subscribeAll(files, 'at once');
     // daemon.status asked every 20 ms by another client while the sessions append and plan.
     const probing = (async () => {
       while (loading) {
@@ -184,7 +218,7 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     const daemonCpu0 = cpuSeconds(pid);
     const loopCpu0 = cpuSeconds(pid, pid);
     const benchCpu0 = process.cpuUsage();
-    for (let k = 0; k < appends; k++) await appendRound(clients, k, samples);
+    for (let k = 0; k < appends; k++) await appendRound(clients, k, samples, measured);
     const appended = sessionsCount * appends;
     const benchCpu = process.cpuUsage(benchCpu0);
     cpuMsPerAppend = {
@@ -196,13 +230,31 @@ async function latencyAt(sessionsCount: number, appends: number, cli?: string): 
     loading = false;
     await probing;
     await Promise.all(clients.map(({ c }) => c.close()));
+    // Staggered: sessions of their own, as large as the ones above were at their start, each
+    // appending on a clock of its own (seeded exponential gaps with mean STAGGERED_MEAN_GAP_MS,
+    // counted from its previous plan's ack), as live agents do.
+    for (const [r, paths] of staggeredFiles.entries()) {
+      const list = await subscribeAll(paths, `staggered ${r}`);
+      await Promise.all(
+        list.map(async (s, i) => {
+          // the plan a subscription pushes at once is not an append's answer: taken first
+          await waitForPlan(s.c, s.sessionId, 3_000).then((p) => s.c.ack({ planId: p.planId, applied: false, reason: 'bench: measuring latency only' }), () => undefined).catch(() => undefined);
+          const gaps = staggeredGaps(0x5eed + r * 1_000 + i, staggered, STAGGERED_MEAN_GAP_MS);
+          for (let j = 0; j < staggered; j++) {
+            await new Promise((resolve) => setTimeout(resolve, gaps[j]));
+            await appendOnce(s, j, staggeredSamples, staggeredCounts);
+          }
+        }),
+      );
+      await Promise.all(list.map(({ c }) => c.close()));
+    }
   } finally {
     loading = false;
     await prober.close();
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, ...measured, warmUpAppendToPlanMs: summarize(warmUp), warmUpTimeouts: warmUpCounts.timeouts, warmUpAcksRefused: warmUpCounts.acksRefused };
+  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, ...measured, staggeredAppendToPlanMs: summarize(staggeredSamples), staggeredMeanGapMs: STAGGERED_MEAN_GAP_MS, staggeredTimeouts: staggeredCounts.timeouts, staggeredAcksRefused: staggeredCounts.acksRefused, warmUpAppendToPlanMs: summarize(warmUp), warmUpTimeouts: warmUpCounts.timeouts, warmUpAcksRefused: warmUpCounts.acksRefused };
 }
 
 /** What the resident memory of a process consists of, in MiB, from /proc/PID/smaps_rollup (Linux). */
@@ -328,7 +380,7 @@ export async function benchLatency(options: LatencyOptions = {}): Promise<Record
   const levels = options.concurrency ?? [1, 10, 100];
   const appends = options.appendsPerSession ?? 10;
   const latency = [];
-  for (const n of levels) latency.push(await latencyAt(n, n >= 100 ? Math.max(3, Math.floor(appends / 3)) : appends, options.cli));
+  for (const n of levels) latency.push(await latencyAt(n, n >= 100 ? Math.max(3, Math.floor(appends / 3)) : appends, options.staggeredAppends ?? 10, options.cli));
   if (options.latencyOnly) return { scenario: 'latency', latency };
   const rss = await rssAt(options.rssSessions ?? 100, options.rssRounds ?? 110, options.cli);
   const busiest = latency[latency.length - 1] as { statusDuringLoadMs?: unknown } | undefined;

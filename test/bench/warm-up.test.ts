@@ -1,7 +1,8 @@
 /**
  * The benches' JIT warm-ups warm V8, not the daemon's content-keyed caches: what they append is
- * never a text the measured runs append (token counts and derived data are cached by text, so a
- * shared text would make the measured appends cheaper than new text is in a running daemon).
+ * never a text the measured runs append, and in `bench latency` no two sessions append the same
+ * text (token counts and derived data are cached by text, so a shared text would make the
+ * measured appends cheaper than new text is in a running daemon).
  */
 import { describe, expect, it } from 'vitest';
 import { WARM_ROUNDS, appendSource, roundAppend } from '../../src/bench/latency.js';
@@ -20,19 +21,27 @@ function textsOf(append: string): string[] {
 }
 
 describe('bench warm-ups', () => {
-  it('bench latency: no warm-up append brings a text a measured append brings', () => {
+  it('bench latency: appends marked for different sessions (warm-up or measured) share no text', () => {
     const extra = appendSource();
-    const measured = new Set<string>();
-    // every round a measured run can make (the appends cycle through the source's pairs)
-    for (let k = 0; k < extra.length; k++) for (const t of textsOf(roundAppend(extra, k))) measured.add(t);
+    const marks = ['warm-up s0', 'warm-up s1', 'at once s0', 'at once s1', 'staggered 0 s0'];
+    const seen = new Map<string, string>();
     const shared: string[] = [];
-    for (let k = 0; k < WARM_ROUNDS; k++) {
-      const warm = roundAppend(extra, k, true);
-      // the same shape as a measured append: one tool call and its result
-      expect(warm.trim().split('\n')).toHaveLength(roundAppend(extra, k).trim().split('\n').length);
-      for (const t of textsOf(warm)) if (t.length >= MIN_CACHED_CHARS && measured.has(t)) shared.push(t.slice(0, 40));
+    // every round a run can make (the appends cycle through the source's pairs)
+    for (let k = 0; k < Math.max(extra.length, WARM_ROUNDS); k++) {
+      const lines = marks.map((m) => roundAppend(extra, k, m).trim().split('\n'));
+      // the same shape whatever the mark: one tool call and its result
+      for (const l of lines) expect(l).toHaveLength(2);
+      for (const m of marks) {
+        for (const t of textsOf(roundAppend(extra, k, m))) {
+          const other = seen.get(t);
+          if (t.length >= MIN_CACHED_CHARS && other !== undefined && other !== m) shared.push(`${m} / ${other}: ${t.slice(0, 40)}`);
+          seen.set(t, m);
+        }
+      }
     }
     expect(shared).toEqual([]);
+    // and without the marks they would: the test can fail
+    expect(textsOf(roundAppend(extra, 0, 'a')).map((t) => t.replace('(a round 0)\n', ''))).toContain(extra[1]?.content);
   });
 
   it('bench plan: no warm-up re-plan appends the line of a measured re-plan', () => {
