@@ -1,5 +1,6 @@
 import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { appendFile, open } from 'node:fs/promises';
+import { createHook } from 'node:async_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -112,6 +113,48 @@ describe('Tailer', () => {
       await rec.until(() => rec.model(file).length === i + 2, `append ${i}`, 5_000);
     }
     expect(texts(rec, file)).toEqual(['first', 'quick 0', 'quick 1', 'quick 2', 'quick 3', 'quick 4']);
+  });
+
+  it('does not list a folder again when a file in it grows (chokidar, patched: patches/chokidar+5.0.0.patch)', async () => {
+    // 200 other transcripts beside the live one: unpatched, chokidar re-lists the folder on
+    // every change event in it, one lstat per entry, so each append cost ~200 fs requests.
+    for (let i = 0; i < 200; i++) writeFileSync(join(dir, `other-${i}.jsonl`), chatLine('user', `other ${i}`));
+    const file = join(dir, 'busy.jsonl');
+    writeFileSync(file, chatLine('user', 'first'));
+    const { rec, started } = startTailer({ recheckMs: 600_000 });
+    await started;
+    await rec.until(() => rec.model(file).length === 1, 'the first line');
+    await pause(1_200); // past chokidar's 1 s throttle of a folder's listing
+    // every fs request made while the appends are read (promise and callback forms)
+    let requests = 0;
+    const hook = createHook({ init: (_id, type) => void (type.startsWith('FSREQ') && requests++) }).enable();
+    try {
+      for (let i = 0; i < 5; i++) {
+        appendFileSync(file, chatLine('assistant', `append ${i}`));
+        await rec.until(() => rec.model(file).length === i + 2, `append ${i}`, 5_000);
+        await pause(50);
+      }
+      await pause(300); // a listing started by the last append would finish in this time
+    } finally {
+      hook.disable();
+    }
+    expect(texts(rec, file).slice(-1)).toEqual(['append 4']);
+    // a few per append (stat, read, the descriptor's checks), never one per file in the folder
+    expect(requests).toBeLessThan(100);
+  });
+
+  it('still sees files added to and removed from a watched folder', async () => {
+    const { rec, started } = startTailer();
+    await started;
+    const a = join(dir, 'a.jsonl');
+    writeFileSync(a, chatLine('user', 'a'));
+    await rec.until(() => rec.model(a).length === 1, 'a');
+    appendFileSync(a, chatLine('assistant', 'a2'));
+    const b = join(dir, 'b.jsonl');
+    writeFileSync(b, chatLine('user', 'b'));
+    await rec.until(() => rec.model(b).length === 1 && rec.model(a).length === 2, 'b, and a grown');
+    unlinkSync(b);
+    await rec.until(() => rec.of('removed', b).length === 1, 'b removed');
   });
 
   it('never parses a partial last line early', async () => {
