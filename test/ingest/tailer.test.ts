@@ -121,26 +121,72 @@ describe('Tailer', () => {
     for (let i = 0; i < 200; i++) writeFileSync(join(dir, `other-${i}.jsonl`), chatLine('user', `other ${i}`));
     const file = join(dir, 'busy.jsonl');
     writeFileSync(file, chatLine('user', 'first'));
-    const { rec, started } = startTailer({ recheckMs: 600_000 });
-    await started;
-    await rec.until(() => rec.model(file).length === 1, 'the first line');
-    await pause(1_200); // past chokidar's 1 s throttle of a folder's listing
-    // every fs request made while the appends are read (promise and callback forms)
+    // every fs request made (promise and callback forms)
     let requests = 0;
     const hook = createHook({ init: (_id, type) => void (type.startsWith('FSREQ') && requests++) }).enable();
     try {
+      const { rec, started } = startTailer({ recheckMs: 600_000 });
+      await started;
+      await rec.until(() => rec.model(file).length === 1, 'the first line');
+      // Wait until the start's listings are over (no request for 500 ms), however slow the machine.
+      const quiet = async (): Promise<void> => {
+        let seen = -1;
+        while (seen !== requests) {
+          seen = requests;
+          await pause(500);
+        }
+      };
+      await quiet();
+      requests = 0;
       for (let i = 0; i < 5; i++) {
         appendFileSync(file, chatLine('assistant', `append ${i}`));
         await rec.until(() => rec.model(file).length === i + 2, `append ${i}`, 5_000);
-        await pause(50);
       }
-      await pause(300); // a listing started by the last append would finish in this time
+      await quiet(); // a listing started by the appends is counted whole
+      expect(texts(rec, file).slice(-1)).toEqual(['append 4']);
+      // a few per append (stat, read, the descriptor's checks), never one per file in the folder
+      expect(requests).toBeLessThan(100);
     } finally {
       hook.disable();
     }
-    expect(texts(rec, file).slice(-1)).toEqual(['append 4']);
-    // a few per append (stat, read, the descriptor's checks), never one per file in the folder
-    expect(requests).toBeLessThan(100);
+  });
+
+  it('watches a transcript written into a new folder while chokidar first lists it, from its first append on', async () => {
+    // chokidar lists a new folder, then watches it: a file created in between gets no event.
+    // The patch must leave such a file's first change to list the folder (as chokidar does
+    // unpatched), or the file is never watched and its removal never seen.
+    const stage = mkdtempSync(join(tmpdir(), 'contextd-stage-'));
+    try {
+      const { rec, started, tailer } = startTailer();
+      await started;
+      const watcher = (tailer as unknown as { watcher: import('chokidar').FSWatcher }).watcher;
+      const files: string[] = [];
+      for (const delay of [1, 5, 15]) {
+        // a large folder takes chokidar long enough to list for the file to land in between
+        const src = join(stage, `p${delay}`);
+        mkdirSync(src);
+        for (let j = 0; j < 3000; j++) writeFileSync(join(src, `x${j}.txt`), 'x');
+        const sub = join(dir, `p${delay}`);
+        const file = join(sub, 't.jsonl');
+        files.push(file);
+        const onDir = (p: string) => {
+          if (p !== sub) return;
+          watcher.off('addDir', onDir);
+          setTimeout(() => writeFileSync(file, chatLine('user', 'first')), delay);
+        };
+        watcher.on('addDir', onDir);
+        renameSync(src, sub);
+        await rec.until(() => rec.model(file).length === 1, `the first line of ${file}`, 20_000);
+      }
+      for (const f of files) appendFileSync(f, chatLine('assistant', 'second'));
+      await rec.until(() => files.every((f) => rec.model(f).length === 2), 'every append', 20_000);
+      // Watched now, by chokidar: a removal is reported. Unwatched, it never is.
+      await pollUntil(() => files.every((f) => (watcher.getWatched()[join(f, '..')] ?? []).includes('t.jsonl')), 'every transcript watched', 20_000);
+      for (const f of files) unlinkSync(f);
+      await rec.until(() => files.every((f) => rec.of('removed', f).length === 1), 'every removal', 20_000);
+    } finally {
+      rmSync(stage, { recursive: true, force: true });
+    }
   });
 
   it('still sees files added to and removed from a watched folder', async () => {
