@@ -31,14 +31,25 @@ export interface LatencyOptions {
   readonly cli?: string;
 }
 
-function waitForPlan(client: ContextdClient, sessionId: string, timeoutMs: number): Promise<WirePlan> {
+/** A plan's count of the context it was made from (`Plan.tokensBefore`; 0 when the daemon did not send it). */
+function planTokens(plan: WirePlan): number {
+  const n = (plan as { tokensBefore?: unknown }).tokensBefore;
+  return typeof n === 'number' ? n : 0;
+}
+
+/**
+ * The first plan for `sessionId` made from more than `afterTokens` tokens: one made from the
+ * context an append grew, not one made before it (the plan a subscription pushes at once, or a
+ * plan for an earlier append arriving late).
+ */
+function waitForPlan(client: ContextdClient, sessionId: string, timeoutMs: number, afterTokens: number): Promise<WirePlan> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       client.off('compaction.proposed', on);
       reject(new Error(`no plan for ${sessionId} within ${timeoutMs} ms`));
     }, timeoutMs);
     const on = (plan: WirePlan) => {
-      if (plan.sessionId !== sessionId) return;
+      if (plan.sessionId !== sessionId || planTokens(plan) <= afterTokens) return;
       clearTimeout(timer);
       client.off('compaction.proposed', on);
       resolve(plan);
@@ -119,6 +130,20 @@ interface Subscribed {
   readonly sessionId: string;
   /** Marks this session's appended texts as its own (`roundAppend`). */
   readonly mark: string;
+  /** The tokens the last plan taken was made from (at first: the session's own count when subscribed). */
+  tokens: number;
+  /** An append of it went unanswered: its later plans cannot be told apart, so it appends no more. */
+  stopped: boolean;
+  /** The first plan pushed to its client: the one the subscription pushes at once. */
+  readonly initial: Promise<WirePlan>;
+}
+
+/** How long the plans a subscription pushes at once are waited for (`settle`) before the appends start. */
+const INITIAL_PLAN_WAIT_MS = 30_000;
+
+/** The mark of session `i`'s appended texts in a phase of the bench (`roundAppend`): its own. */
+export function sessionMark(phase: string, i: number): string {
+  return `${phase} s${i}`;
 }
 
 async function latencyAt(sessionsCount: number, appends: number, staggered: number, cli?: string): Promise<Record<string, unknown>> {
@@ -156,41 +181,66 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
   const staggeredSamples: number[] = [];
   const staggeredCounts = { timeouts: 0, acksRefused: 0 };
   const warmUpCounts = { timeouts: 0, acksRefused: 0 };
+  let initialPlansMissing = 0;
   let loading = true;
   let cpuMsPerAppend: { daemon: number; daemonMainThread: number; bench: number } | undefined;
   const prober = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench-status', version: '1' }, reconnect: false, requestTimeoutMs: 60_000 });
   try {
     await prober.connect();
     const extra = appendSource();
-    /** A client per transcript, subscribed; the texts each appends are marked `<phase> s<i>`. */
+    /** A client per transcript, subscribed; the texts each appends are marked as its own (`sessionMark`). */
     const subscribeAll = (paths: readonly string[], phase: string): Promise<Subscribed[]> =>
       Promise.all(
         paths.map(async (f, i) => {
           const c = new ContextdClient({ socketPath: join(dir, 's.sock'), clientInfo: { name: 'bench', version: '1' }, reconnect: false });
           await c.connect();
-          const { sessionId } = await c.subscribe({ transcriptPath: f });
-          return { c, f, sessionId, mark: `${phase} s${i}` };
+          // listening before the subscription: its plan can come right after the reply
+          const initial = new Promise<WirePlan>((resolve) => c.once('compaction.proposed', resolve));
+          const { sessionId, headroom } = await c.subscribe({ transcriptPath: f });
+          return { c, f, sessionId, mark: sessionMark(phase, i), tokens: headroom.countedTokens ?? headroom.tokens, stopped: false, initial };
         }),
       );
-    /** One session's append of round `k`: the time until its plan is pushed goes to `into`, then the plan is declined. */
-    const appendOnce = async ({ c, f, sessionId, mark }: Subscribed, k: number, into: number[], counts: { timeouts: number; acksRefused: number }): Promise<void> => {
-      const text = roundAppend(extra, k, mark);
-      const got = waitForPlan(c, sessionId, 15_000);
+    /**
+     * Waits for the plans the subscriptions push at once (each session's first, cold plan) and
+     * declines them, so the measured appends do not queue behind a whole level's cold plans:
+     * live agents' sessions do not all start in the same millisecond. Those not pushed within
+     * INITIAL_PLAN_WAIT_MS are counted (`initialPlansMissing`).
+     */
+    const settle = async (list: readonly Subscribed[]): Promise<void> => {
+      await Promise.all(
+        list.map(async (s) => {
+          let timer: NodeJS.Timeout | undefined;
+          const plan = await Promise.race([s.initial, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), INITIAL_PLAN_WAIT_MS)))]);
+          clearTimeout(timer);
+          if (!plan) initialPlansMissing++;
+          else await s.c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => undefined);
+        }),
+      );
+    };
+    /**
+     * One session's append of round `k`: the time until the plan made from it is pushed goes to
+     * `into`, then the plan is declined. Plans made before it (the one a subscription pushes at
+     * once) are passed over: they were made from fewer tokens.
+     */
+    const appendOnce = async (s: Subscribed, k: number, into: number[], counts: { timeouts: number; acksRefused: number }): Promise<void> => {
+      if (s.stopped) return;
+      const text = roundAppend(extra, k, s.mark);
+      const got = waitForPlan(s.c, s.sessionId, 15_000, s.tokens);
       got.catch(() => undefined); // handled below; never an unhandled rejection
       const t0 = performance.now();
-      appendFileSync(f, text);
+      appendFileSync(s.f, text);
       let plan: WirePlan;
       try {
         plan = await got;
       } catch {
         counts.timeouts++;
+        s.stopped = true;
         return;
       }
       into.push(performance.now() - t0);
-      // Right after subscribing, the plan pushed at once for the session as it stood can come
-      // in after the append and be superseded by the append's own before this ack: refused,
-      // and not a missing push (it was counted as a timeout before).
-      await c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => counts.acksRefused++);
+      s.tokens = planTokens(plan);
+      // A plan superseded before this ack is refused (PLAN_EXPIRED): counted, not a missing push.
+      await s.c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => counts.acksRefused++);
     };
     /** Round `k`: every client appends one tool call and its result at once and waits for its plan, then declines it. */
     const appendRound = (list: readonly Subscribed[], k: number, into: number[], counts: { timeouts: number; acksRefused: number }): Promise<void> =>
@@ -200,9 +250,11 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
     // functions on another core through a cold run's last round). Separate sessions, so the
     // measured ones start as large as without it; their own latencies are reported apart.
     const warmClients = await subscribeAll(warmFiles, 'warm-up');
+    await settle(warmClients);
     for (let k = 0; k < WARM_ROUNDS; k++) await appendRound(warmClients, k, warmUp, warmUpCounts);
     await Promise.all(warmClients.map(({ c }) => c.close()));
     const clients = await subscribeAll(files, 'at once');
+    await settle(clients);
     // daemon.status asked every 20 ms by another client while the sessions append and plan.
     const probing = (async () => {
       while (loading) {
@@ -235,10 +287,9 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
     // counted from its previous plan's ack), as live agents do.
     for (const [r, paths] of staggeredFiles.entries()) {
       const list = await subscribeAll(paths, `staggered ${r}`);
+      await settle(list);
       await Promise.all(
         list.map(async (s, i) => {
-          // the plan a subscription pushes at once is not an append's answer: taken first
-          await waitForPlan(s.c, s.sessionId, 3_000).then((p) => s.c.ack({ planId: p.planId, applied: false, reason: 'bench: measuring latency only' }), () => undefined).catch(() => undefined);
           const gaps = staggeredGaps(0x5eed + r * 1_000 + i, staggered, STAGGERED_MEAN_GAP_MS);
           for (let j = 0; j < staggered; j++) {
             await new Promise((resolve) => setTimeout(resolve, gaps[j]));
@@ -254,7 +305,7 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, ...measured, staggeredAppendToPlanMs: summarize(staggeredSamples), staggeredMeanGapMs: STAGGERED_MEAN_GAP_MS, staggeredTimeouts: staggeredCounts.timeouts, staggeredAcksRefused: staggeredCounts.acksRefused, warmUpAppendToPlanMs: summarize(warmUp), warmUpTimeouts: warmUpCounts.timeouts, warmUpAcksRefused: warmUpCounts.acksRefused };
+  return { sessions: sessionsCount, budgetTokens: budget, appendToPlanMs: summarize(samples), statusDuringLoadMs: summarize(statusMs), cpuMsPerAppend, ...measured, staggeredAppendToPlanMs: summarize(staggeredSamples), staggeredMeanGapMs: STAGGERED_MEAN_GAP_MS, staggeredTimeouts: staggeredCounts.timeouts, staggeredAcksRefused: staggeredCounts.acksRefused, initialPlansMissing, warmUpAppendToPlanMs: summarize(warmUp), warmUpTimeouts: warmUpCounts.timeouts, warmUpAcksRefused: warmUpCounts.acksRefused };
 }
 
 /** What the resident memory of a process consists of, in MiB, from /proc/PID/smaps_rollup (Linux). */
@@ -380,7 +431,8 @@ export async function benchLatency(options: LatencyOptions = {}): Promise<Record
   const levels = options.concurrency ?? [1, 10, 100];
   const appends = options.appendsPerSession ?? 10;
   const latency = [];
-  for (const n of levels) latency.push(await latencyAt(n, n >= 100 ? Math.max(3, Math.floor(appends / 3)) : appends, options.staggeredAppends ?? 10, options.cli));
+  const staggered = Math.max(1, Math.floor(options.staggeredAppends ?? 10));
+  for (const n of levels) latency.push(await latencyAt(n, n >= 100 ? Math.max(3, Math.floor(appends / 3)) : appends, staggered, options.cli));
   if (options.latencyOnly) return { scenario: 'latency', latency };
   const rss = await rssAt(options.rssSessions ?? 100, options.rssRounds ?? 110, options.cli);
   const busiest = latency[latency.length - 1] as { statusDuringLoadMs?: unknown } | undefined;

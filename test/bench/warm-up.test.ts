@@ -5,7 +5,7 @@
  * measured appends cheaper than new text is in a running daemon).
  */
 import { describe, expect, it } from 'vitest';
-import { WARM_ROUNDS, appendSource, roundAppend } from '../../src/bench/latency.js';
+import { WARM_ROUNDS, appendSource, roundAppend, sessionMark } from '../../src/bench/latency.js';
 import { WARM_REPLANS, appendedLine } from '../../src/bench/plan.js';
 import { MIN_CACHED_CHARS } from '../../src/model/tokens.js';
 
@@ -23,7 +23,9 @@ function textsOf(append: string): string[] {
 describe('bench warm-ups', () => {
   it('bench latency: appends marked for different sessions (warm-up or measured) share no text', () => {
     const extra = appendSource();
-    const marks = ['warm-up s0', 'warm-up s1', 'at once s0', 'at once s1', 'staggered 0 s0'];
+    // the phases' marks, as the bench gives them to its sessions: each its own
+    const marks = ['warm-up', 'at once', 'staggered 0', 'staggered 1'].flatMap((phase) => Array.from({ length: 100 }, (_, i) => sessionMark(phase, i)));
+    expect(new Set(marks).size).toBe(marks.length);
     const seen = new Map<string, string>();
     const shared: string[] = [];
     // every round a run can make (the appends cycle through the source's pairs)
