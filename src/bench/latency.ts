@@ -8,6 +8,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, watch, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
+import type { SubscribeResult } from '../ipc/results.js';
 import { demoTranscript, demoTranscriptJsonl, type DemoLine } from '../demo/transcript.js';
 import { createTokenCounter } from '../model/tokens.js';
 import { cpuSeconds, round, rssMiB, startDaemonProcess, summarize } from './harness.js';
@@ -29,6 +30,22 @@ export interface LatencyOptions {
   readonly rssOnly?: boolean;
   /** Another build's dist/src/cli/main.js to run as the daemon (before/after with the same client). */
   readonly cli?: string;
+}
+
+/**
+ * Subscribe to the session of transcript `f` once the daemon has read it (a file written while
+ * it runs is read within milliseconds; until then the subscription is refused), within 30 s.
+ */
+async function subscribeWhenRead(c: ContextdClient, f: string): Promise<SubscribeResult> {
+  const deadline = performance.now() + 30_000;
+  for (;;) {
+    try {
+      return await c.subscribe({ transcriptPath: f });
+    } catch (err) {
+      if (performance.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
 }
 
 /** A plan's count of the context it was made from (`Plan.tokensBefore`; 0 when the daemon did not send it). */
@@ -163,10 +180,11 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
   const files = writeSessions('bench', sessionsCount);
   const warmFiles = writeSessions('warm', WARM_SESSIONS);
   // Staggered: with one session, the phase is repeated on fresh sessions until it has
-  // STAGGERED_MIN_SAMPLES, so every level's sessions grow alike. Written now: the daemon reads
-  // them at its start, like the others.
+  // STAGGERED_MIN_SAMPLES, so every level's sessions grow alike. Written when the phase starts:
+  // read at the daemon's start, they would add a level's worth of sessions to the memory budget
+  // (5 M tokens by default) while the others are measured, and the daemon would release and
+  // rebuild sessions in the middle of the measured rounds.
   const reps = Math.max(1, Math.ceil(STAGGERED_MIN_SAMPLES / (sessionsCount * staggered)));
-  const staggeredFiles = Array.from({ length: reps }, (_, r) => writeSessions(`staggered-${r}`, sessionsCount));
   const config = join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({ minPlanIntervalMs: 0, logLevel: 'warn' }));
   const daemon = await startDaemonProcess(['--config', config, '--watch', watch, '--socket', join(dir, 's.sock'), '--state', join(dir, 'state'), '--budget', String(budget)], undefined, cli);
@@ -196,7 +214,7 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
           await c.connect();
           // listening before the subscription: its plan can come right after the reply
           const initial = new Promise<WirePlan>((resolve) => c.once('compaction.proposed', resolve));
-          const { sessionId, headroom } = await c.subscribe({ transcriptPath: f });
+          const { sessionId, headroom } = await subscribeWhenRead(c, f);
           return { c, f, sessionId, mark: sessionMark(phase, i), tokens: headroom.countedTokens ?? headroom.tokens, stopped: false, initial };
         }),
       );
@@ -285,8 +303,8 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
     // Staggered: sessions of their own, as large as the ones above were at their start, each
     // appending on a clock of its own (seeded exponential gaps with mean STAGGERED_MEAN_GAP_MS,
     // counted from its previous plan's ack), as live agents do.
-    for (const [r, paths] of staggeredFiles.entries()) {
-      const list = await subscribeAll(paths, `staggered ${r}`);
+    for (let r = 0; r < reps; r++) {
+      const list = await subscribeAll(writeSessions(`staggered-${r}`, sessionsCount), `staggered ${r}`);
       await settle(list);
       await Promise.all(
         list.map(async (s, i) => {
