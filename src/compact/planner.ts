@@ -133,7 +133,7 @@ export class SummaryCache {
 }
 
 /** Plans a summary may go unused before `SummaryCache.endPlan` drops it. */
-export const SUMMARY_CACHE_KEEP_PLANS = 4;
+export const SUMMARY_CACHE_KEEP_PLANS = 8;
 
 /**
  * The archive handle of the messages an edit replaces: `h_` + 16 hex of the session and the

@@ -13,6 +13,7 @@ import { memoComputations } from '../../src/compact/memo.js';
 import { referenceMessagesRead } from '../../src/compact/keyterms.js';
 import { TranscriptDecoder } from '../../src/ingest/decoder.js';
 import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
+import { appendSource, roundAppend } from '../../src/bench/latency.js';
 
 const counter = createTokenCounter();
 
@@ -125,7 +126,31 @@ describe('summary cache under edits', () => {
     }
     expect(applied).toBeGreaterThan(20);
     expect(swept.counted()).toBe(kept.counted());
-    // measured: 72 entries against 351 (the cache never swept holds every summary written since, 23 plans applied)
-    expect(swept.cache.size).toBeLessThan(kept.cache.size / 3);
+    // measured: 137 entries against 351 (the cache never swept holds every summary written
+    // since, 23 plans applied); 72 when a summary unused for 4 plans was dropped
+    expect(swept.cache.size).toBeLessThan(kept.cache.size / 2);
+  }, 120_000);
+
+  it('a summary unused for a few plans while the agent declines them is not written again when its edit comes back', async () => {
+    // As in `bench latency`: a session past its watermark grows one tool call and its result at
+    // a time, and every plan is declined. Which edits a plan picks moves with what it must save,
+    // so an edit can sit out several plans (5-7 measured) and come back: swept too early, its
+    // summary was written again (with an LLM summarizer, a paid call each time).
+    const extra = appendSource();
+    const lines = demoTranscriptJsonl({ rounds: 11 }).trim().split('\n');
+    const decoder = new TranscriptDecoder();
+    const model = new SessionModel({ sessionId: 'declined', tokenCounter: counter, budgetTokens: 32_000 });
+    model.applyAll(decoder.push(Buffer.from(lines.join('\n') + '\n')));
+    const swept = { cache: new SummaryCache(), ...countedSummarizer() };
+    const kept = { cache: new SummaryCache(), ...countedSummarizer() };
+    const plan = (c: typeof swept) => planCompaction(model, { mode: 'reserve', tokenCounter: counter, cache: c.cache, summarizer: c.summarizer, now: () => 1_700_000_000_000 });
+    for (let k = 0; k < 40; k++) {
+      model.applyAll(decoder.push(Buffer.from(roundAppend(extra, k, 'declined s0'))));
+      const a = await plan(swept);
+      swept.cache.endPlan();
+      const b = await plan(kept);
+      expect(a.edits).toEqual(b.edits);
+    }
+    expect(swept.counted()).toBe(kept.counted());
   }, 120_000);
 });
