@@ -4,10 +4,10 @@
  * untimed JIT warm-up on sessions of its own (`warmUpAppendToPlanMs`), so the figures are
  * those of a daemon that has been running, not of V8 compiling it.
  */
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ContextdClient, type WirePlan } from '../ipc/client.js';
+import { ContextdClient, RpcError, RpcErrorCode, type WirePlan } from '../ipc/client.js';
 import type { SubscribeResult } from '../ipc/results.js';
 import { demoTranscript, demoTranscriptJsonl, type DemoLine } from '../demo/transcript.js';
 import { createTokenCounter } from '../model/tokens.js';
@@ -42,16 +42,18 @@ async function subscribeWhenRead(c: ContextdClient, f: string): Promise<Subscrib
     try {
       return await c.subscribe({ transcriptPath: f });
     } catch (err) {
-      if (performance.now() > deadline) throw err;
+      // only "no live session reads it" (yet) is worth asking again
+      if (!(err instanceof RpcError && err.code === RpcErrorCode.UNKNOWN_SESSION) || performance.now() > deadline) throw err;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
 }
 
-/** A plan's count of the context it was made from (`Plan.tokensBefore`; 0 when the daemon did not send it). */
+/** A plan's count of the context it was made from (`Plan.tokensBefore`, sent by every build since the IPC had plans). */
 function planTokens(plan: WirePlan): number {
   const n = (plan as { tokensBefore?: unknown }).tokensBefore;
-  return typeof n === 'number' ? n : 0;
+  if (typeof n !== 'number') throw new Error(`bench latency: plan ${plan.planId} has no tokensBefore, so it cannot be matched to an append`);
+  return n;
 }
 
 /**
@@ -170,11 +172,17 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
   // ~1.8k tokens a round: 11 rounds ≈ 20k tokens ≈ 63% of the budget, past the soft watermark,
   // so every append that adds cruft is answered with a plan.
   const budget = 32_000;
-  /** `count` transcripts named `<prefix>-<i>.jsonl`, each a demo session of 11 rounds. */
+  /**
+   * `count` transcripts named `<prefix>-<i>.jsonl`, each a demo session of 11 rounds, each
+   * written whole beside the folder and moved in: a daemon already running reads it at once,
+   * never half written.
+   */
   const writeSessions = (prefix: string, count: number): string[] =>
     Array.from({ length: count }, (_, i) => {
       const f = join(watch, `${prefix}-${i}.jsonl`);
-      writeFileSync(f, demoTranscriptJsonl({ rounds: 11, variant: String.fromCharCode(97 + (i % 26)) }));
+      const staged = join(dir, `${prefix}-${i}.jsonl`);
+      writeFileSync(staged, demoTranscriptJsonl({ rounds: 11, variant: String.fromCharCode(97 + (i % 26)) }));
+      renameSync(staged, f);
       return f;
     });
   const files = writeSessions('bench', sessionsCount);
@@ -230,8 +238,13 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
           let timer: NodeJS.Timeout | undefined;
           const plan = await Promise.race([s.initial, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), INITIAL_PLAN_WAIT_MS)))]);
           clearTimeout(timer);
-          if (!plan) initialPlansMissing++;
-          else await s.c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => undefined);
+          if (!plan) {
+            initialPlansMissing++;
+            return;
+          }
+          // made from the whole transcript, maybe after the subscription counted part of it
+          s.tokens = Math.max(s.tokens, planTokens(plan));
+          await s.c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => undefined);
         }),
       );
     };

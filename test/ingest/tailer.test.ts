@@ -118,14 +118,18 @@ describe('Tailer', () => {
   it('does not list a folder again when a file in it grows (chokidar, patched: patches/chokidar+5.0.0.patch)', async () => {
     // 200 other transcripts beside the live one: unpatched, chokidar re-lists the folder on
     // every change event in it, one lstat per entry, so each append cost ~200 fs requests.
-    for (let i = 0; i < 200; i++) writeFileSync(join(dir, `other-${i}.jsonl`), chatLine('user', `other ${i}`));
-    const file = join(dir, 'busy.jsonl');
+    // The root's parent is watched too (for the root to vanish and come back): a folder of the
+    // test's own, not the tmp folder other processes write in.
+    const root = join(dir, 'root');
+    mkdirSync(root);
+    for (let i = 0; i < 200; i++) writeFileSync(join(root, `other-${i}.jsonl`), chatLine('user', `other ${i}`));
+    const file = join(root, 'busy.jsonl');
     writeFileSync(file, chatLine('user', 'first'));
     // every fs request made (promise and callback forms)
     let requests = 0;
     const hook = createHook({ init: (_id, type) => void (type.startsWith('FSREQ') && requests++) }).enable();
     try {
-      const { rec, started } = startTailer({ recheckMs: 600_000 });
+      const { rec, started } = startTailer({ paths: [root], recheckMs: 600_000 });
       await started;
       await rec.until(() => rec.model(file).length === 1, 'the first line');
       // Wait until the start's listings are over (no request for 500 ms), however slow the machine.
@@ -136,11 +140,15 @@ describe('Tailer', () => {
           await pause(500);
         }
       };
+      // The folder is listed once more at its first event after its watch started (what was
+      // made between its first listing and its watch is found then): that append goes first.
+      appendFileSync(file, chatLine('assistant', 'the first append'));
+      await rec.until(() => rec.model(file).length === 2, 'the first append', 5_000);
       await quiet();
       requests = 0;
       for (let i = 0; i < 5; i++) {
         appendFileSync(file, chatLine('assistant', `append ${i}`));
-        await rec.until(() => rec.model(file).length === i + 2, `append ${i}`, 5_000);
+        await rec.until(() => rec.model(file).length === i + 3, `append ${i}`, 5_000);
       }
       await quiet(); // a listing started by the appends is counted whole
       expect(texts(rec, file).slice(-1)).toEqual(['append 4']);
@@ -184,6 +192,55 @@ describe('Tailer', () => {
       await pollUntil(() => files.every((f) => (watcher.getWatched()[join(f, '..')] ?? []).includes('t.jsonl')), 'every transcript watched', 20_000);
       for (const f of files) unlinkSync(f);
       await rec.until(() => files.every((f) => rec.of('removed', f).length === 1), 'every removal', 20_000);
+    } finally {
+      rmSync(stage, { recursive: true, force: true });
+    }
+  });
+
+  it('watches a subfolder made while chokidar first lists a new folder, once anything in that folder changes', async () => {
+    // As a subagent's transcript folder made right after its session's folder: no event of its
+    // own, and chokidar finds it only by listing the folder again. Patched, the folder is still
+    // listed at its first event after its watch started (here: the main transcript's append).
+    const stage = mkdtempSync(join(tmpdir(), 'contextd-stage-'));
+    try {
+      const { rec, started, tailer } = startTailer();
+      await started;
+      const watcher = (tailer as unknown as { watcher: import('chokidar').FSWatcher }).watcher;
+      for (const delay of [1, 5, 15]) {
+        const src = join(stage, `p${delay}`);
+        mkdirSync(src);
+        for (let j = 0; j < 3000; j++) writeFileSync(join(src, `x${j}.txt`), 'x');
+        writeFileSync(join(src, 'main.jsonl'), chatLine('user', 'main'));
+        const folder = join(dir, `p${delay}`);
+        const main = join(folder, 'main.jsonl');
+        const agent = join(folder, 'sub', 'agent.jsonl');
+        const onDir = (p: string) => {
+          if (p !== folder) return;
+          watcher.off('addDir', onDir);
+          setTimeout(() => {
+            mkdirSync(join(folder, 'sub'));
+            writeFileSync(agent, chatLine('user', 'agent first'));
+          }, delay);
+        };
+        watcher.on('addDir', onDir);
+        renameSync(src, folder);
+        await rec.until(() => rec.model(agent).length === 1 && rec.model(main).length === 1, `the first lines in ${folder}`, 20_000);
+        // The main transcript grows, as a session does, until the folder's own watch (it
+        // starts once chokidar's first listing of 3,000 entries is over) reports an append.
+        let folderEvents = 0;
+        const onRaw = (_e: string, _p: string, d: unknown) => void ((d as { watchedPath?: string } | undefined)?.watchedPath === folder && folderEvents++);
+        watcher.on('raw', onRaw);
+        for (let n = 2; folderEvents === 0; n++) {
+          if (n > 300) throw new Error(`no event from ${folder}'s own watch after 300 appends`);
+          appendFileSync(main, chatLine('assistant', `main ${n}`));
+          await rec.until(() => rec.model(main).length === n, `main append ${n}`, 10_000);
+          if (folderEvents === 0) await pause(100);
+        }
+        watcher.off('raw', onRaw);
+        await pollUntil(() => (watcher.getWatched()[folder] ?? []).includes('sub'), `${folder}/sub watched`, 20_000);
+        appendFileSync(agent, chatLine('assistant', 'agent second'));
+        await rec.until(() => rec.model(agent).length === 2, 'the subagent append', 10_000);
+      }
     } finally {
       rmSync(stage, { recursive: true, force: true });
     }
