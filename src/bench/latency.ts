@@ -68,7 +68,17 @@ function waitForPlan(client: ContextdClient, sessionId: string, timeoutMs: numbe
       reject(new Error(`no plan for ${sessionId} within ${timeoutMs} ms`));
     }, timeoutMs);
     const on = (plan: WirePlan) => {
-      if (plan.sessionId !== sessionId || planTokens(plan) <= afterTokens) return;
+      if (plan.sessionId !== sessionId) return;
+      let tokens: number;
+      try {
+        tokens = planTokens(plan);
+      } catch (err) {
+        clearTimeout(timer);
+        client.off('compaction.proposed', on);
+        reject(err as Error);
+        return;
+      }
+      if (tokens <= afterTokens) return;
       clearTimeout(timer);
       client.off('compaction.proposed', on);
       resolve(plan);

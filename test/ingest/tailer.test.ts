@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isContextdError } from '../../src/util/errors.js';
+import type { FSWatcher } from 'chokidar';
 import { readTranscriptFile, Tailer, type TailerOptions } from '../../src/ingest/index.js';
 import { generateTranscript } from '../fixtures/transcripts.js';
 import { messages } from './helpers.js';
@@ -21,6 +22,31 @@ function startTailer(options: Partial<TailerOptions> = {}): { tailer: Tailer; re
 }
 
 const texts = (rec: Recorder, file: string) => rec.model(file).map((m) => m.text);
+
+/** The tailer's chokidar watcher (tests of what chokidar watches). */
+const chokidarOf = (tailer: Tailer): FSWatcher => (tailer as unknown as { watcher: FSWatcher }).watcher;
+
+/**
+ * Moves a folder of 3,000 files (and the `transcripts` given, by name) from `stage` into the
+ * watched `dir` as `name`, and calls `meanwhile` `delay` ms after chokidar reports it: while
+ * chokidar lists it for the first time, before it watches it (3,000 entries take that long).
+ * Returns the folder's path.
+ */
+function moveInLargeFolder(watcher: FSWatcher, stage: string, name: string, delay: number, meanwhile: (folder: string) => void, transcripts: Readonly<Record<string, string>> = {}): string {
+  const src = join(stage, name);
+  mkdirSync(src);
+  for (let j = 0; j < 3000; j++) writeFileSync(join(src, `x${j}.txt`), 'x');
+  for (const [file, body] of Object.entries(transcripts)) writeFileSync(join(src, file), body);
+  const folder = join(dir, name);
+  const onDir = (p: string) => {
+    if (p !== folder) return;
+    watcher.off('addDir', onDir);
+    setTimeout(() => meanwhile(folder), delay);
+  };
+  watcher.on('addDir', onDir);
+  renameSync(src, folder);
+  return folder;
+}
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'contextd-'));
@@ -167,23 +193,12 @@ describe('Tailer', () => {
     try {
       const { rec, started, tailer } = startTailer();
       await started;
-      const watcher = (tailer as unknown as { watcher: import('chokidar').FSWatcher }).watcher;
+      const watcher = chokidarOf(tailer);
       const files: string[] = [];
       for (const delay of [1, 5, 15]) {
-        // a large folder takes chokidar long enough to list for the file to land in between
-        const src = join(stage, `p${delay}`);
-        mkdirSync(src);
-        for (let j = 0; j < 3000; j++) writeFileSync(join(src, `x${j}.txt`), 'x');
-        const sub = join(dir, `p${delay}`);
-        const file = join(sub, 't.jsonl');
+        const folder = moveInLargeFolder(watcher, stage, `p${delay}`, delay, (f) => writeFileSync(join(f, 't.jsonl'), chatLine('user', 'first')));
+        const file = join(folder, 't.jsonl');
         files.push(file);
-        const onDir = (p: string) => {
-          if (p !== sub) return;
-          watcher.off('addDir', onDir);
-          setTimeout(() => writeFileSync(file, chatLine('user', 'first')), delay);
-        };
-        watcher.on('addDir', onDir);
-        renameSync(src, sub);
         await rec.until(() => rec.model(file).length === 1, `the first line of ${file}`, 20_000);
       }
       for (const f of files) appendFileSync(f, chatLine('assistant', 'second'));
@@ -205,25 +220,15 @@ describe('Tailer', () => {
     try {
       const { rec, started, tailer } = startTailer();
       await started;
-      const watcher = (tailer as unknown as { watcher: import('chokidar').FSWatcher }).watcher;
+      const watcher = chokidarOf(tailer);
       for (const delay of [1, 5, 15]) {
-        const src = join(stage, `p${delay}`);
-        mkdirSync(src);
-        for (let j = 0; j < 3000; j++) writeFileSync(join(src, `x${j}.txt`), 'x');
-        writeFileSync(join(src, 'main.jsonl'), chatLine('user', 'main'));
-        const folder = join(dir, `p${delay}`);
+        const makeSubfolder = (f: string) => {
+          mkdirSync(join(f, 'sub'));
+          writeFileSync(join(f, 'sub', 'agent.jsonl'), chatLine('user', 'agent first'));
+        };
+        const folder = moveInLargeFolder(watcher, stage, `p${delay}`, delay, makeSubfolder, { 'main.jsonl': chatLine('user', 'main') });
         const main = join(folder, 'main.jsonl');
         const agent = join(folder, 'sub', 'agent.jsonl');
-        const onDir = (p: string) => {
-          if (p !== folder) return;
-          watcher.off('addDir', onDir);
-          setTimeout(() => {
-            mkdirSync(join(folder, 'sub'));
-            writeFileSync(agent, chatLine('user', 'agent first'));
-          }, delay);
-        };
-        watcher.on('addDir', onDir);
-        renameSync(src, folder);
         await rec.until(() => rec.model(agent).length === 1 && rec.model(main).length === 1, `the first lines in ${folder}`, 20_000);
         // The main transcript grows, as a session does, until the folder's own watch (it
         // starts once chokidar's first listing of 3,000 entries is over) reports an append.
