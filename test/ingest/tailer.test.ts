@@ -187,8 +187,9 @@ describe('Tailer', () => {
 
   it('watches a transcript written into a new folder while chokidar first lists it, from its first append on', async () => {
     // chokidar lists a new folder, then watches it: a file created in between gets no event.
-    // The patch must leave such a file's first change to list the folder (as chokidar does
-    // unpatched), or the file is never watched and its removal never seen.
+    // Patched, the folder's first event after its watch started (the file's first change) must
+    // still list it, as every event does unpatched, or the file is never watched and its
+    // removal never seen.
     const stage = mkdtempSync(join(tmpdir(), 'contextd-stage-'));
     try {
       const { rec, started, tailer } = startTailer();
