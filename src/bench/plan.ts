@@ -31,11 +31,18 @@ import { generateSession } from './retention.js';
 import { mainThreadCpuNs, round, summarize } from './harness.js';
 
 export interface PlanBenchOptions {
-  /** Cold plans measured (each on a freshly built model). */
+  /** Cold plans measured, each on a freshly built model (default COLD_RUNS). */
   readonly coldRuns?: number;
-  /** Re-plans measured, each after one appended line. */
+  /** Re-plans measured, each after one appended line (default REPLAN_RUNS). */
   readonly replanRuns?: number;
 }
+
+/**
+ * Measured runs by default: 100 each, so `p99` is the 99th of 100 runs. Of fewer, it is the
+ * slowest run (15 cold plans gave a p93 under the name p99, one GC pause deciding it).
+ */
+const COLD_RUNS = 100;
+const REPLAN_RUNS = 100;
 
 /** Untimed (JIT warm-up) cold plans and re-plans before the measured ones. */
 const WARM_COLD_PLANS = 3;
@@ -118,7 +125,7 @@ export async function benchPlan(options: PlanBenchOptions = {}): Promise<Record<
     let edits = 0;
     let model = build(derived);
     let cache = new SummaryCache();
-    for (let i = 0; i < (options.coldRuns ?? 15); i++) {
+    for (let i = 0; i < (options.coldRuns ?? COLD_RUNS); i++) {
       model = build(derived);
       cache = new SummaryCache();
       const p = await timed(model, cache, cold, coldCpu, coldMain);
@@ -128,7 +135,7 @@ export async function benchPlan(options: PlanBenchOptions = {}): Promise<Record<
     const replan: number[] = [];
     const replanCpu: number[] = [];
     const replanMain: number[] = [];
-    for (let i = 0; i < (options.replanRuns ?? 40); i++) {
+    for (let i = 0; i < (options.replanRuns ?? REPLAN_RUNS); i++) {
       model.apply(appendedLine(`appended-${i}`, i));
       await timed(model, cache, replan, replanCpu, replanMain);
     }
