@@ -4,7 +4,7 @@
  * every 100 ms. Reports the daemon's RSS (peak, at the end of the load, and after the sessions
  * went idle and were harvested) and the status latency (p50/p99/max).
  */
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
@@ -165,7 +165,10 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
     sessionsAfterIdle = (await watcher.status()).sessions.length;
     await watcher.close();
     const peak = peakRssMiB(pid);
+    // What the run left on disk: the state folder (SQLite database and its WAL) while the daemon runs.
+    const stateMiB = Math.round(folderBytes(join(dir, 'state')) / 104857.6) / 10;
     return {
+      stateMiB,
       sessions,
       linesPerSecondPerSession: rate,
       durationSeconds: duration,
@@ -185,4 +188,11 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
     await daemon.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Bytes of the regular files in `dir` and below. */
+function folderBytes(dir: string): number {
+  let bytes = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) bytes += statSync(join(e.parentPath, e.name)).size;
+  return bytes;
 }
