@@ -87,4 +87,43 @@ describe('archive search (FTS5)', () => {
     expect((again.prepare(`SELECT COUNT(*) AS n FROM archive_fts`).get() as { n: number }).n).toBe(1);
     expect(new Archive(again).search('flaky')[0]?.messages[0]?.text).toContain('flaky integration test');
   });
+  it('keeps no second copy of the archived text beside its index (migration 11), and searches as before', () => {
+    // ~1 MB of archived text: how much the state file grows by with the index of migration 3
+    // (text copied into archive_fts_content) and with the contentless one of migration 11.
+    const words = Array.from({ length: 60_000 }, (_, i) => `word${i % 5000}`).join(' ');
+    const big = edit('h_big', 'S', [{ id: 'b', role: 'tool', text: `the release checklist ${words}` }]);
+    const growth = (db: Db): number => {
+      const pages = () => (db.prepare('PRAGMA page_count').pluck().get() as number) * (db.prepare('PRAGMA page_size').pluck().get() as number);
+      const before = pages();
+      new Archive(db).putMany([big]);
+      return pages() - before;
+    };
+    const v10 = new Database(tempPath());
+    migrate(v10, MIGRATIONS.filter((m) => m.version <= 10));
+    const withCopy = growth(v10 as unknown as Db);
+    v10.close();
+    const path = tempPath();
+    const db = open(path);
+    const contentless = growth(db);
+    // measured: 0.68 MB against 1.21 MB, the text itself being 0.54 MB
+    expect(withCopy - contentless, `grew ${withCopy} B with the copy, ${contentless} B without`).toBeGreaterThan(words.length * 0.8);
+    // search, per session, and a relink that keeps one index row, as before
+    const archive = new Archive(db);
+    archive.putMany([DEPLOY, OTHER]);
+    expect(archive.search('release checklist').map((h) => h.handle)).toEqual(['h_big']);
+    expect(archive.search('staging', { sessionId: 'B' }).map((h) => h.handle)).toEqual(['h_other']);
+    archive.putMany([{ ...DEPLOY, planId: 'p2' }]);
+    expect((db.prepare(`SELECT COUNT(*) AS n FROM archive_fts WHERE handle = 'h_deploy'`).get() as { n: number }).n).toBe(1);
+  });
+
+  it('a state file of migration 10 keeps its archived originals searchable once migrated', () => {
+    const path = tempPath();
+    const v10 = new Database(path);
+    migrate(v10, MIGRATIONS.filter((m) => m.version <= 10));
+    new Archive(v10 as unknown as Db).putMany([PARSER, DEPLOY, OTHER]);
+    v10.close();
+    const archive = new Archive(open(path));
+    expect(archive.search('staging deploy').map((h) => h.handle).sort()).toEqual(['h_deploy', 'h_other']);
+    expect(archive.search('staging', { sessionId: 'A' }).map((h) => h.handle)).toEqual(['h_deploy']);
+  });
 });
