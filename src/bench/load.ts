@@ -6,7 +6,7 @@
  */
 import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
 import { demoTranscript } from '../demo/transcript.js';
 import { peakRssMiB, rssMiB, startDaemonProcess, summarize } from './harness.js';
@@ -166,9 +166,11 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
     await watcher.close();
     const peak = peakRssMiB(pid);
     // What the run left on disk: the state folder (SQLite database and its WAL) while the daemon runs.
-    const stateMiB = Math.round(folderBytes(join(dir, 'state')) / 104857.6) / 10;
+    const stateFiles = fileSizes(join(dir, 'state'));
+    const mib = (bytes: number): number => Math.round(bytes / 104857.6) / 10;
     return {
-      stateMiB,
+      stateMiB: mib(Object.values(stateFiles).reduce((a, b) => a + b, 0)),
+      stateFilesMiB: Object.fromEntries(Object.entries(stateFiles).map(([name, bytes]) => [name, mib(bytes)])),
       sessions,
       linesPerSecondPerSession: rate,
       durationSeconds: duration,
@@ -190,9 +192,11 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
   }
 }
 
-/** Bytes of the regular files in `dir` and below. */
-function folderBytes(dir: string): number {
-  let bytes = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) bytes += statSync(join(e.parentPath, e.name)).size;
-  return bytes;
+/** Bytes of each regular file in `dir` and below, by its path under `dir`. */
+function fileSizes(dir: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out[relative(dir, join(e.parentPath, e.name))] = statSync(join(e.parentPath, e.name)).size;
+  }
+  return out;
 }
