@@ -2,7 +2,8 @@
  * Load: N sessions appended at R lines/s each for D seconds while the daemon plans (a client
  * subscribed to every session applies each plan), and a second client asks `daemon.status`
  * every 100 ms. Reports the daemon's RSS (peak, at the end of the load, and after the sessions
- * went idle and were harvested) and the status latency (p50/p99/max).
+ * went idle and were harvested), the status latency (p50/p99/max), and what the run left in
+ * the state folder (`stateMiB`, and file by file: the database and its WAL).
  */
 import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
