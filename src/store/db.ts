@@ -132,10 +132,13 @@ export function migrate(db: Db, migrations: readonly Migration[]): void {
   }
   const pending = [...migrations].filter((m) => m.version > current).sort((a, b) => a.version - b.version);
   for (const m of pending) {
+    // Immediate, and the version read again inside: another process (the daemon, a hook, the
+    // CLI) opening the same file may have migrated it while this one waited for the lock.
     db.transaction(() => {
+      if ((db.pragma('user_version', { simple: true }) as number) >= m.version) return;
       db.exec(m.sql);
       db.pragma(`user_version = ${m.version}`);
-    })();
+    }).immediate();
   }
 }
 

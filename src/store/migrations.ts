@@ -281,8 +281,11 @@ export const MIGRATIONS: readonly Migration[] = [
     // large as the archive itself, and written with every archived original (a load of 50
     // sessions wrote 25 MB of each in 20 s). Search reads only the index, the handle and the
     // session, so the index is now contentless: the text is not stored, the two unindexed
-    // columns are (contentless_unindexed, SQLite 3.48+), and rows can be deleted
-    // (contentless_delete). Rebuilt from the archive's rows, as migration 3 built it.
+    // columns are (contentless_unindexed, SQLite 3.48+). A row leaves the index by FTS5's
+    // 'delete' command given its old text again (derived from the archive row being deleted or
+    // updated), which also takes it out of the totals bm25 weighs by (contentless_delete would
+    // leave them, and every score would drift). Rebuilt from the archive's rows, as migration 3
+    // built it.
     sql: `
       DROP TRIGGER IF EXISTS archive_fts_insert;
       DROP TRIGGER IF EXISTS archive_fts_delete;
@@ -290,17 +293,19 @@ export const MIGRATIONS: readonly Migration[] = [
       DROP TABLE IF EXISTS archive_fts;
       CREATE VIRTUAL TABLE archive_fts USING fts5(
         body, handle UNINDEXED, session_id UNINDEXED,
-        content = '', contentless_delete = 1, contentless_unindexed = 1,
+        content = '', contentless_unindexed = 1,
         tokenize = 'porter unicode61 remove_diacritics 2'
       );
       CREATE TRIGGER archive_fts_insert AFTER INSERT ON archive BEGIN
         INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
       END;
       CREATE TRIGGER archive_fts_delete AFTER DELETE ON archive BEGIN
-        DELETE FROM archive_fts WHERE handle = old.handle;
+        INSERT INTO archive_fts (archive_fts, rowid, body, handle, session_id)
+          SELECT 'delete', rowid, ${archiveBodySql('old.messages')}, old.handle, old.session_id FROM archive_fts WHERE handle = old.handle;
       END;
       CREATE TRIGGER archive_fts_update AFTER UPDATE OF messages, session_id ON archive BEGIN
-        DELETE FROM archive_fts WHERE handle = old.handle;
+        INSERT INTO archive_fts (archive_fts, rowid, body, handle, session_id)
+          SELECT 'delete', rowid, ${archiveBodySql('old.messages')}, old.handle, old.session_id FROM archive_fts WHERE handle = old.handle;
         INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
       END;
       INSERT INTO archive_fts (body, handle, session_id) SELECT ${archiveBodySql('a.messages')}, a.handle, a.session_id FROM archive a;

@@ -126,4 +126,21 @@ describe('archive search (FTS5)', () => {
     expect(archive.search('staging deploy').map((h) => h.handle).sort()).toEqual(['h_deploy', 'h_other']);
     expect(archive.search('staging', { sessionId: 'A' }).map((h) => h.handle)).toEqual(['h_deploy']);
   });
+  it('scores as the index of migration 10 did after a row is deleted or re-indexed (review)', () => {
+    // bm25 weighs by the index's row count and total tokens: a row leaving the index must leave
+    // them too (a contentless_delete index kept them, and every score drifted).
+    const scores = (version: number): string[] => {
+      const db = new Database(':memory:');
+      migrate(db, MIGRATIONS.filter((m) => m.version <= version));
+      const archive = new Archive(db as unknown as Db);
+      archive.putMany([PARSER, DEPLOY, OTHER, edit('h_gone', 'A', [{ id: 'g', role: 'user', text: 'staging staging staging notes about nothing else at all' }])]);
+      db.prepare(`DELETE FROM archive WHERE handle = 'h_gone'`).run();
+      db.prepare(`UPDATE archive SET session_id = 'C' WHERE handle = 'h_other'`).run();
+      const out = archive.search('staging deploy').map((h) => `${h.handle} ${h.score.toPrecision(12)}`);
+      expect((db.prepare(`SELECT COUNT(*) AS n FROM archive_fts`).get() as { n: number }).n).toBe(3);
+      db.close();
+      return out;
+    };
+    expect(scores(11)).toEqual(scores(10));
+  });
 });

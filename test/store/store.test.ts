@@ -128,6 +128,28 @@ describe('store', () => {
     again.close();
   });
 
+  it('skips a migration another process applied while this one waited to migrate (review: two processes, one file)', () => {
+    // The daemon and a hook or the CLI can both be first to open the file after an upgrade. The
+    // one that read the schema version before the other migrated must not migrate again
+    // (migration 10 dropped a column: run twice, it fails). The stale read is made
+    // deterministic with a connection whose first version read is one migration old.
+    const { path, db } = tempDb();
+    const latest = Math.max(...MIGRATIONS.map((m) => m.version));
+    db.close();
+    const late = new Database(path);
+    let reads = 0;
+    const stale = new Proxy(late, {
+      get(target, prop, receiver) {
+        if (prop !== 'pragma') return Reflect.get(target, prop, receiver) as unknown;
+        return (source: string, options?: { simple?: boolean }) => (source === 'user_version' && reads++ === 0 ? latest - 1 : target.pragma(source, options));
+      },
+    }) as unknown as Db;
+    expect(() => migrate(stale, MIGRATIONS)).not.toThrow();
+    expect(reads).toBeGreaterThan(1);
+    expect(late.pragma('user_version', { simple: true })).toBe(latest);
+    late.close();
+  });
+
   it('an ack rewrites the plan\'s status row, never its body; a plan recorded again replaces both', () => {
     const { db } = tempDb();
     const log = new PlanLog(db);
