@@ -40,6 +40,9 @@ export function sqliteAddon(): string {
   return path;
 }
 
+/** What a WAL file is cut back to when a checkpoint lets it start over (`journal_size_limit`). */
+export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
 /**
  * Open (creating if needed) the SQLite state file in WAL mode and bring its schema up to date.
  * `:memory:` is accepted for throwaway stores.
@@ -60,6 +63,9 @@ export function openDb(path: string, options: OpenDbOptions = {}): Db {
     db.pragma('busy_timeout = 5000');
     if (!options.readonly) {
       db.pragma('journal_mode = WAL');
+      // A WAL file keeps its largest size after a burst of writes unless told otherwise: cut back
+      // to this when a checkpoint lets it start over (under load it reached 157-202 MiB).
+      db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
       db.pragma('synchronous = NORMAL');
       db.pragma('foreign_keys = ON');
       migrate(db, [...MIGRATIONS, ...(options.migrations ?? [])]);

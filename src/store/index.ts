@@ -1,4 +1,4 @@
-export { openDb, migrate, wrapStoreError, secureStateDir, secureStateFiles, type Db, type OpenDbOptions, type SecuredDir } from './db.js';
+export { openDb, migrate, WAL_SIZE_LIMIT_BYTES, wrapStoreError, secureStateDir, secureStateFiles, type Db, type OpenDbOptions, type SecuredDir } from './db.js';
 export { MIGRATIONS, type Migration } from './migrations.js';
 export { HeadroomLog, type HeadroomSample } from './headroom.js';
 export { Archive, archivedText, type ArchivedEdit, type ArchivedMessage, type ArchiveHit, type ArchiveSearchOptions, type RedactionCount } from './archive.js';

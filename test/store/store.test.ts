@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Archive, HeadroomLog, MIGRATIONS, PlanLog, migrate, openDb, type Db } from '../../src/store/index.js';
+import { Archive, HeadroomLog, MIGRATIONS, PlanLog, WAL_SIZE_LIMIT_BYTES, migrate, openDb, type Db } from '../../src/store/index.js';
 import { ContextdError, ErrorCode } from '../../src/util/errors.js';
 
 const dirs: string[] = [];
@@ -148,6 +148,20 @@ describe('store', () => {
     expect(reads).toBeGreaterThan(1);
     expect(late.pragma('user_version', { simple: true })).toBe(latest);
     late.close();
+  });
+
+  it('cuts a WAL file that grew past WAL_SIZE_LIMIT_BYTES back once a checkpoint lets it start over', () => {
+    // Under load the WAL grew to 157-202 MiB and kept that size on disk for good.
+    const { path, db } = tempDb();
+    db.pragma('wal_autocheckpoint = 0'); // as with the checkpoint worker: the daemon's connection never checkpoints
+    db.exec('CREATE TABLE scratch (b BLOB)');
+    const insert = db.prepare('INSERT INTO scratch VALUES (?)');
+    const mib = Buffer.alloc(1024 * 1024, 7);
+    const walBytes = () => statSync(`${path}-wal`).size;
+    for (let i = 0; walBytes() <= WAL_SIZE_LIMIT_BYTES + 8 * 1024 * 1024; i++) insert.run(mib);
+    db.pragma('wal_checkpoint(PASSIVE)');
+    insert.run(Buffer.alloc(16)); // the next commit starts the WAL over
+    expect(walBytes()).toBeLessThanOrEqual(WAL_SIZE_LIMIT_BYTES);
   });
 
   it('an ack rewrites the plan\'s status row, never its body; a plan recorded again replaces both', () => {
