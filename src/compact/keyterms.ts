@@ -7,6 +7,7 @@ import type { Message } from '../model/messages.js';
 import { memoMessage } from './memo.js';
 import { textOf } from './detectors/util.js';
 import { contentTerms } from '../text/index.js';
+import { doubled } from '../util/typed-arrays.js';
 
 const NO_TERMS: ReadonlySet<string> = new Set();
 /** Tool results read for document frequency up to this many chars. */
@@ -122,12 +123,8 @@ class TermRefs {
       slot = this.slots.size;
       this.slots.set(t, slot);
       if (slot === this.df.length) {
-        const lastRef = new Int32Array(slot * 2);
-        lastRef.set(this.lastRef);
-        this.lastRef = lastRef;
-        const df = new Uint32Array(slot * 2);
-        df.set(this.df);
-        this.df = df;
+        this.lastRef = doubled(this.lastRef);
+        this.df = doubled(this.df);
       }
       this.lastRef[slot] = -1;
     }

@@ -3,6 +3,7 @@ import type { Message, ToolCall } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import type { DetectorContext } from '../types.js';
 import { FNV32_OFFSET_BASIS, FNV32_PRIME, HASH52_SECOND_BASIS, isSpaceCode } from '../../text/index.js';
+import { doubled } from '../../util/typed-arrays.js';
 
 /** A section the planner may replace: not an anchor, not a pending call, not the system prompt. */
 export function isCompactable(s: Section): boolean {
@@ -94,11 +95,7 @@ export function lineHashes(text: string): Float64Array {
     }
     i++; // past the line break (or the end)
     if (!started) continue;
-    if (n === scratch.length) {
-      const grown = new Float64Array(n * 2);
-      grown.set(scratch);
-      scratch = grown;
-    }
+    if (n === scratch.length) scratch = doubled(scratch);
     scratch[n++] = (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
   }
   const out = scratch.slice(0, n).sort();
