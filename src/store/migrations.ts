@@ -9,6 +9,16 @@ export interface Migration {
 }
 
 /**
+ * SQL that takes the archive row `row` (`old` in a trigger) out of the contentless index of
+ * migration 11: FTS5's 'delete' command, given the row's text again so the totals bm25 weighs by
+ * lose it too.
+ */
+function archiveIndexDeleteSql(row: string): string {
+  return `INSERT INTO archive_fts (archive_fts, rowid, body, handle, session_id)
+          SELECT 'delete', rowid, ${archiveBodySql(`${row}.messages`)}, ${row}.handle, ${row}.session_id FROM archive_fts WHERE handle = ${row}.handle;`;
+}
+
+/**
  * SQL expression for the searchable text of an archive row's `messages` JSON: every message's
  * text and reasoning, tool names, and each tool call's name and arguments, newline-joined.
  */
@@ -300,12 +310,10 @@ export const MIGRATIONS: readonly Migration[] = [
         INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
       END;
       CREATE TRIGGER archive_fts_delete AFTER DELETE ON archive BEGIN
-        INSERT INTO archive_fts (archive_fts, rowid, body, handle, session_id)
-          SELECT 'delete', rowid, ${archiveBodySql('old.messages')}, old.handle, old.session_id FROM archive_fts WHERE handle = old.handle;
+        ${archiveIndexDeleteSql('old')}
       END;
       CREATE TRIGGER archive_fts_update AFTER UPDATE OF messages, session_id ON archive BEGIN
-        INSERT INTO archive_fts (archive_fts, rowid, body, handle, session_id)
-          SELECT 'delete', rowid, ${archiveBodySql('old.messages')}, old.handle, old.session_id FROM archive_fts WHERE handle = old.handle;
+        ${archiveIndexDeleteSql('old')}
         INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
       END;
       INSERT INTO archive_fts (body, handle, session_id) SELECT ${archiveBodySql('a.messages')}, a.handle, a.session_id FROM archive a;
