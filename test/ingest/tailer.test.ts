@@ -27,12 +27,14 @@ const texts = (rec: Recorder, file: string) => rec.model(file).map((m) => m.text
 const chokidarOf = (tailer: Tailer): FSWatcher => (tailer as unknown as { watcher: FSWatcher }).watcher;
 
 /**
- * Moves a folder of 3,000 files (and the `transcripts` given, by name) from `stage` into the
+ * Moves a folder of 3,000 files (and the `transcripts` given, by name), built outside, into the
  * watched `dir` as `name`, and calls `meanwhile` `delay` ms after chokidar reports it: while
  * chokidar lists it for the first time, before it watches it (3,000 entries take that long).
  * Returns the folder's path.
  */
-function moveInLargeFolder(watcher: FSWatcher, stage: string, name: string, delay: number, meanwhile: (folder: string) => void, transcripts: Readonly<Record<string, string>> = {}): string {
+function moveInLargeFolder(watcher: FSWatcher, name: string, delay: number, meanwhile: (folder: string) => void, transcripts: Readonly<Record<string, string>> = {}): string {
+  const stage = mkdtempSync(join(tmpdir(), 'contextd-stage-'));
+  stages.push(stage);
   const src = join(stage, name);
   mkdirSync(src);
   for (let j = 0; j < 3000; j++) writeFileSync(join(src, `x${j}.txt`), 'x');
@@ -51,9 +53,13 @@ function moveInLargeFolder(watcher: FSWatcher, stage: string, name: string, dela
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'contextd-'));
 });
+/** Folders outside the watched one that a test builds its content in (`moveInLargeFolder`). */
+const stages: string[] = [];
+
 afterEach(async () => {
   await Promise.all(tailers.splice(0).map((t) => t.close()));
   rmSync(dir, { recursive: true, force: true });
+  for (const stage of stages.splice(0)) rmSync(stage, { recursive: true, force: true });
 });
 
 describe('Tailer', () => {
@@ -190,65 +196,55 @@ describe('Tailer', () => {
     // Patched, the folder's first event after its watch started (the file's first change) must
     // still list it, as every event does unpatched, or the file is never watched and its
     // removal never seen.
-    const stage = mkdtempSync(join(tmpdir(), 'contextd-stage-'));
-    try {
-      const { rec, started, tailer } = startTailer();
-      await started;
-      const watcher = chokidarOf(tailer);
-      const files: string[] = [];
-      for (const delay of [1, 5, 15]) {
-        const folder = moveInLargeFolder(watcher, stage, `p${delay}`, delay, (f) => writeFileSync(join(f, 't.jsonl'), chatLine('user', 'first')));
-        const file = join(folder, 't.jsonl');
-        files.push(file);
-        await rec.until(() => rec.model(file).length === 1, `the first line of ${file}`, 20_000);
-      }
-      for (const f of files) appendFileSync(f, chatLine('assistant', 'second'));
-      await rec.until(() => files.every((f) => rec.model(f).length === 2), 'every append', 20_000);
-      // Watched now, by chokidar: a removal is reported. Unwatched, it never is.
-      await pollUntil(() => files.every((f) => (watcher.getWatched()[join(f, '..')] ?? []).includes('t.jsonl')), 'every transcript watched', 20_000);
-      for (const f of files) unlinkSync(f);
-      await rec.until(() => files.every((f) => rec.of('removed', f).length === 1), 'every removal', 20_000);
-    } finally {
-      rmSync(stage, { recursive: true, force: true });
+    const { rec, started, tailer } = startTailer();
+    await started;
+    const watcher = chokidarOf(tailer);
+    const files: string[] = [];
+    for (const delay of [1, 5, 15]) {
+      const folder = moveInLargeFolder(watcher, `p${delay}`, delay, (f) => writeFileSync(join(f, 't.jsonl'), chatLine('user', 'first')));
+      const file = join(folder, 't.jsonl');
+      files.push(file);
+      await rec.until(() => rec.model(file).length === 1, `the first line of ${file}`, 20_000);
     }
+    for (const f of files) appendFileSync(f, chatLine('assistant', 'second'));
+    await rec.until(() => files.every((f) => rec.model(f).length === 2), 'every append', 20_000);
+    // Watched now, by chokidar: a removal is reported. Unwatched, it never is.
+    await pollUntil(() => files.every((f) => (watcher.getWatched()[join(f, '..')] ?? []).includes('t.jsonl')), 'every transcript watched', 20_000);
+    for (const f of files) unlinkSync(f);
+    await rec.until(() => files.every((f) => rec.of('removed', f).length === 1), 'every removal', 20_000);
   });
 
   it('watches a subfolder made while chokidar first lists a new folder, once anything in that folder changes', async () => {
     // As a subagent's transcript folder made right after its session's folder: no event of its
     // own, and chokidar finds it only by listing the folder again. Patched, the folder is still
     // listed at its first event after its watch started (here: the main transcript's append).
-    const stage = mkdtempSync(join(tmpdir(), 'contextd-stage-'));
-    try {
-      const { rec, started, tailer } = startTailer();
-      await started;
-      const watcher = chokidarOf(tailer);
-      for (const delay of [1, 5, 15]) {
-        const makeSubfolder = (f: string) => {
-          mkdirSync(join(f, 'sub'));
-          writeFileSync(join(f, 'sub', 'agent.jsonl'), chatLine('user', 'agent first'));
-        };
-        const folder = moveInLargeFolder(watcher, stage, `p${delay}`, delay, makeSubfolder, { 'main.jsonl': chatLine('user', 'main') });
-        const main = join(folder, 'main.jsonl');
-        const agent = join(folder, 'sub', 'agent.jsonl');
-        await rec.until(() => rec.model(agent).length === 1 && rec.model(main).length === 1, `the first lines in ${folder}`, 20_000);
-        // The main transcript grows, as a session does, until the folder's own watch (it
-        // starts once chokidar's first listing of 3,000 entries is over) reports an append.
-        let folderEvents = 0;
-        const onRaw = (_e: string, _p: string, d: unknown) => void ((d as { watchedPath?: string } | undefined)?.watchedPath === folder && folderEvents++);
-        watcher.on('raw', onRaw);
-        for (let n = 2; folderEvents === 0; n++) {
-          if (n > 300) throw new Error(`no event from ${folder}'s own watch after 300 appends`);
-          appendFileSync(main, chatLine('assistant', `main ${n}`));
-          await rec.until(() => rec.model(main).length === n, `main append ${n}`, 10_000);
-          if (folderEvents === 0) await pause(100);
-        }
-        watcher.off('raw', onRaw);
-        await pollUntil(() => (watcher.getWatched()[folder] ?? []).includes('sub'), `${folder}/sub watched`, 20_000);
-        appendFileSync(agent, chatLine('assistant', 'agent second'));
-        await rec.until(() => rec.model(agent).length === 2, 'the subagent append', 10_000);
+    const { rec, started, tailer } = startTailer();
+    await started;
+    const watcher = chokidarOf(tailer);
+    for (const delay of [1, 5, 15]) {
+      const makeSubfolder = (f: string) => {
+        mkdirSync(join(f, 'sub'));
+        writeFileSync(join(f, 'sub', 'agent.jsonl'), chatLine('user', 'agent first'));
+      };
+      const folder = moveInLargeFolder(watcher, `p${delay}`, delay, makeSubfolder, { 'main.jsonl': chatLine('user', 'main') });
+      const main = join(folder, 'main.jsonl');
+      const agent = join(folder, 'sub', 'agent.jsonl');
+      await rec.until(() => rec.model(agent).length === 1 && rec.model(main).length === 1, `the first lines in ${folder}`, 20_000);
+      // The main transcript grows, as a session does, until the folder's own watch (it
+      // starts once chokidar's first listing of 3,000 entries is over) reports an append.
+      let folderEvents = 0;
+      const onRaw = (_e: string, _p: string, d: unknown) => void ((d as { watchedPath?: string } | undefined)?.watchedPath === folder && folderEvents++);
+      watcher.on('raw', onRaw);
+      for (let n = 2; folderEvents === 0; n++) {
+        if (n > 300) throw new Error(`no event from ${folder}'s own watch after 300 appends`);
+        appendFileSync(main, chatLine('assistant', `main ${n}`));
+        await rec.until(() => rec.model(main).length === n, `main append ${n}`, 10_000);
+        if (folderEvents === 0) await pause(100);
       }
-    } finally {
-      rmSync(stage, { recursive: true, force: true });
+      watcher.off('raw', onRaw);
+      await pollUntil(() => (watcher.getWatched()[folder] ?? []).includes('sub'), `${folder}/sub watched`, 20_000);
+      appendFileSync(agent, chatLine('assistant', 'agent second'));
+      await rec.until(() => rec.model(agent).length === 2, 'the subagent append', 10_000);
     }
   });
 
