@@ -6,10 +6,10 @@
 import type { Message } from '../model/messages.js';
 import { memoMessage } from './memo.js';
 import { textOf } from './detectors/util.js';
-import { contentTerms } from '../text/index.js';
+import { contentTermKey, contentTermKeys, contentTerms, isIdentifierLikeKey } from '../text/index.js';
 import { doubled } from '../util/typed-arrays.js';
 
-const NO_TERMS: ReadonlySet<string> = new Set();
+const NO_KEYS = new Float64Array(0);
 /** Tool results read for document frequency up to this many chars. */
 const DF_CHARS = 20_000;
 
@@ -18,23 +18,44 @@ export function messageTerms(m: Message): ReadonlySet<string> {
   return memoMessage(m, 'text-terms', (x) => contentTerms(textOf([x])));
 }
 
-/** Only text: the term sets below are then `messageTerms` itself (one Set per message, not three). */
+/** Only text: the key sets below are then the keys of its text (one array per message, not two). */
 function textOnly(m: Message): boolean {
   return !m.reasoning && !m.toolCalls?.length;
 }
 
-/** Terms a message's user/assistant text or tool arguments mention (none for tool results). */
-function refTermsOf(m: Message): ReadonlySet<string> {
-  if (m.role === 'tool') return NO_TERMS;
-  if (textOnly(m)) return messageTerms(m);
-  return memoMessage(m, 'ref-terms', (x) => contentTerms(`${x.text}\n${(x.toolCalls ?? []).map((c) => c.arguments).join('\n')}`));
+/**
+ * The references below are kept by term key (`contentTermKey`), not by term string: a cold
+ * plan reads every message of the session into them, and a sorted array of numbers per
+ * message costs a fraction of a Set of strings to make and to keep. Term strings are made only
+ * for the messages a summary is written from (`messageTerms`).
+ */
+function textKeysOf(m: Message): Float64Array {
+  return memoMessage(m, 'text-term-keys', (x) => contentTermKeys(x.text));
 }
 
-/** Terms a message contains for document frequency (tool results: their first 20k chars). */
-function dfTermsOf(m: Message): ReadonlySet<string> {
-  if (m.role !== 'tool') return refTermsOf(m);
-  if (textOnly(m) && m.text.length <= DF_CHARS) return messageTerms(m);
-  return memoMessage(m, 'df-terms', (x) => contentTerms(x.text.length > DF_CHARS ? x.text.slice(0, DF_CHARS) : x.text));
+/** Term keys of what a message's user/assistant text or tool arguments mention (none for tool results). */
+function refKeysOf(m: Message): Float64Array {
+  if (m.role === 'tool') return NO_KEYS;
+  if (textOnly(m)) return textKeysOf(m);
+  return memoMessage(m, 'ref-term-keys', (x) => contentTermKeys(`${x.text}\n${(x.toolCalls ?? []).map((c) => c.arguments).join('\n')}`));
+}
+
+/** Term keys of what a message contains, for document frequency (tool results: their first 20k chars). */
+function dfKeysOf(m: Message): Float64Array {
+  if (m.role !== 'tool') return refKeysOf(m);
+  if (textOnly(m) && m.text.length <= DF_CHARS) return textKeysOf(m);
+  return memoMessage(m, 'df-term-keys', (x) => contentTermKeys(x.text.length > DF_CHARS ? x.text.slice(0, DF_CHARS) : x.text));
+}
+
+/** The keys of a term set kept as it is (a memoized one, e.g. a section's). */
+const keysOfSet = new WeakMap<ReadonlySet<string>, ReadonlySet<number>>();
+function setKeys(terms: ReadonlySet<string>): ReadonlySet<number> {
+  let keys = keysOfSet.get(terms);
+  if (!keys) {
+    keys = new Set([...terms].map(contentTermKey));
+    keysOfSet.set(terms, keys);
+  }
+  return keys;
 }
 
 /**
@@ -54,9 +75,9 @@ function rareLimitOf(count: number): number {
   return Math.max(4, Math.ceil(count * 0.03));
 }
 
-/** Specific enough to steer a summary: identifier-like, or rare (in at most `limit` messages). */
-function isSpecific(t: string, df: number, limit: number): boolean {
-  return /[_.\d]/.test(t) || df <= limit;
+/** Specific enough to steer a summary: identifier-like, or rare (in at most `limit` messages); by term key. */
+function isSpecific(key: number, df: number, limit: number): boolean {
+  return isIdentifierLikeKey(key) || df <= limit;
 }
 
 /** An extend by at most this many messages logs the terms it changed. */
@@ -78,7 +99,7 @@ interface KeyTermEntry {
  * — one map lookup per term occurrence instead of two, and no boxed numbers in maps.
  */
 class TermRefs {
-  readonly slots: Map<string, number>;
+  readonly slots: Map<number, number>;
   lastRef: Int32Array;
   df: Uint32Array;
   messages: readonly Message[] = [];
@@ -90,7 +111,7 @@ class TermRefs {
    * The terms whose last reference or frequency changed at each recent epoch (an extend by a
    * few messages — a re-plan's); changes at `floor` and before are not known term by term.
    */
-  private readonly changes: { readonly epoch: number; readonly terms: ReadonlySet<string> }[] = [];
+  private readonly changes: { readonly epoch: number; readonly keys: ReadonlySet<number> }[] = [];
   private floor = 0;
   /** Key terms already worked out, by term set and end (see `ReferenceIndex.keyTermsOf`). */
   readonly keyTermMemo = new WeakMap<ReadonlySet<string>, Map<number, KeyTermEntry>>();
@@ -109,19 +130,21 @@ class TermRefs {
   /** Whether no term of `terms` changed since `epoch` (false when that is not known). */
   unchangedSince(epoch: number, terms: ReadonlySet<string>): boolean {
     if (epoch < this.floor) return false;
+    let keys: ReadonlySet<number> | undefined;
     for (const c of this.changes) {
       if (c.epoch <= epoch) continue;
-      for (const t of c.terms) if (terms.has(t)) return false;
+      keys ??= setKeys(terms);
+      for (const k of c.keys) if (keys.has(k)) return false;
     }
     return true;
   }
 
-  /** The slot of `t`, made when new. */
-  private slotOf(t: string): number {
-    let slot = this.slots.get(t);
+  /** The slot of term key `k`, made when new. */
+  private slotOf(k: number): number {
+    let slot = this.slots.get(k);
     if (slot === undefined) {
       slot = this.slots.size;
-      this.slots.set(t, slot);
+      this.slots.set(k, slot);
       if (slot === this.df.length) {
         this.lastRef = doubled(this.lastRef);
         this.df = doubled(this.df);
@@ -164,21 +187,23 @@ class TermRefs {
     for (let i = from; i < messages.length; i++) {
       const m = messages[i] as Message;
       // the slot first: making one may replace the arrays
-      for (const t of refTermsOf(m)) {
-        const slot = this.slotOf(t);
+      const ref = refKeysOf(m);
+      for (let j = 0; j < ref.length; j++) {
+        const slot = this.slotOf(ref[j] as number);
         this.lastRef[slot] = i;
       }
-      for (const t of dfTermsOf(m)) {
-        const slot = this.slotOf(t);
+      const df = dfKeysOf(m);
+      for (let j = 0; j < df.length; j++) {
+        const slot = this.slotOf(df[j] as number);
         this.df[slot] = (this.df[slot] as number) + 1;
       }
     }
   }
 
-  /** The document frequency, before `messages[from…]` are read, of each term they contain. */
-  private dfOfNew(messages: readonly Message[], from: number): Map<string, number> {
-    const before = new Map<string, number>();
-    for (let i = from; i < messages.length; i++) for (const t of dfTermsOf(messages[i] as Message)) if (!before.has(t)) before.set(t, this.dfOf(t));
+  /** The document frequency, before `messages[from…]` are read, of each term (key) they contain. */
+  private dfOfNew(messages: readonly Message[], from: number): Map<number, number> {
+    const before = new Map<number, number>();
+    for (let i = from; i < messages.length; i++) for (const k of dfKeysOf(messages[i] as Message)) if (!before.has(k)) before.set(k, this.dfOf(k));
     return before;
   }
 
@@ -187,24 +212,24 @@ class TermRefs {
    * they refer to (later for every older end) if it is specific now, and what became or
    * stopped being specific.
    */
-  private logChanges(messages: readonly Message[], from: number, dfBefore: ReadonlyMap<string, number>): void {
+  private logChanges(messages: readonly Message[], from: number, dfBefore: ReadonlyMap<number, number>): void {
     const limit = rareLimitOf(messages.length);
-    const logged = new Set<string>();
-    for (let i = from; i < messages.length; i++) for (const t of refTermsOf(messages[i] as Message)) if (isSpecific(t, this.dfOf(t), limit)) logged.add(t);
-    for (const [t, before] of dfBefore) if (isSpecific(t, before, limit) !== isSpecific(t, this.dfOf(t), limit)) logged.add(t);
-    this.changes.push({ epoch: this.epoch, terms: logged });
+    const logged = new Set<number>();
+    for (let i = from; i < messages.length; i++) for (const k of refKeysOf(messages[i] as Message)) if (isSpecific(k, this.dfOf(k), limit)) logged.add(k);
+    for (const [k, before] of dfBefore) if (isSpecific(k, before, limit) !== isSpecific(k, this.dfOf(k), limit)) logged.add(k);
+    this.changes.push({ epoch: this.epoch, keys: logged });
     if (this.changes.length > LOGGED_EPOCHS) this.floor = (this.changes.shift() as { epoch: number }).epoch;
   }
 
-  /** The last message index referencing `t` (-1: none). */
-  lastRefOf(t: string): number {
-    const slot = this.slots.get(t);
+  /** The last message index referencing the term of key `k` (-1: none). */
+  lastRefOf(k: number): number {
+    const slot = this.slots.get(k);
     return slot === undefined ? -1 : (this.lastRef[slot] as number);
   }
 
-  /** How many messages contain `t`. */
-  dfOf(t: string): number {
-    const slot = this.slots.get(t);
+  /** How many messages contain the term of key `k`. */
+  dfOf(k: number): number {
+    const slot = this.slots.get(k);
     return slot === undefined ? 0 : (this.df[slot] as number);
   }
 }
@@ -262,9 +287,9 @@ export class ReferenceIndex {
     this.refs = undefined;
   }
 
-  /** True when `t` is specific enough to steer a summary (identifier-like or rare). */
-  private specific(t: string): boolean {
-    return isSpecific(t, this.terms.dfOf(t), this.rareLimit);
+  /** True when the term of key `k` is specific enough to steer a summary (identifier-like or rare). */
+  private specific(k: number): boolean {
+    return isSpecific(k, this.terms.dfOf(k), this.rareLimit);
   }
 
   /** Terms of `text` (the messages ending at index `end`) that the goal or a later turn mentions. */
@@ -296,14 +321,15 @@ export class ReferenceIndex {
   keyTermsOf(terms: Iterable<string>, end: number): string[] {
     const out: string[] = [];
     for (const t of terms) {
-      const later = this.terms.lastRefOf(t) > end;
-      if ((later || this.goalTerms.has(t)) && this.specific(t)) out.push(t);
+      const k = contentTermKey(t);
+      const later = this.terms.lastRefOf(k) > end;
+      if ((later || this.goalTerms.has(t)) && this.specific(k)) out.push(t);
     }
     return out.sort();
   }
 
   /** Specific goal terms (the active task words): identifier-like or rare in the session. */
   goalWords(): string[] {
-    return [...this.goalTerms].filter((t) => this.specific(t)).sort();
+    return [...this.goalTerms].filter((t) => this.specific(contentTermKey(t))).sort();
   }
 }

@@ -3,7 +3,7 @@
  * (BM25 term stats, template search terms and fingerprints, the planner's content terms,
  * near-duplicate shingles). No tiktoken calls happen here.
  */
-import { FNV32_OFFSET_BASIS, FNV32_PRIME, fnv1a32 } from './hash.js';
+import { FNV32_OFFSET_BASIS, FNV32_PRIME, fnv1a32, hash52, HASH52_SECOND_BASIS } from './hash.js';
 
 /** Text longer than this is only partly analysed (the head and the tail), to bound per-call cost. */
 export const MAX_ANALYSED_CHARS = 200_000;
@@ -178,6 +178,175 @@ export function contentTerms(text: string): Set<string> {
 }
 
 /**
+ * A content term as a number: its `hash52`, doubled, plus 1 when the term holds `_`, `.` or a
+ * digit (identifier-like, which `isIdentifierLikeKey` reads back). An exact integer below
+ * 2^53. Indexes over every message of a session keep these instead of term strings; two terms
+ * sharing a key (about one chance in 10^6 at 100k distinct terms) count as one.
+ */
+export function contentTermKey(term: string): number {
+  return hash52(term) * 2 + (IDENTIFIER_MARK.test(term) ? 1 : 0);
+}
+
+/** Whether the term behind a `contentTermKey` holds `_`, `.` or a digit. */
+export function isIdentifierLikeKey(key: number): boolean {
+  return key % 2 === 1;
+}
+
+const IDENTIFIER_MARK = /[_.\d]/;
+
+const STOP_KEYS: ReadonlySet<number> = new Set([...STOPWORDS, ...FILLER].map(contentTermKey));
+
+/**
+ * The `contentTermKey` of each term of `contentTerms(text)`, each once, in first-seen order,
+ * without a string per term: the scan hashes each term's characters as it lowercases them. A cold plan
+ * indexes every message of a session this way (the term strings are made only for the
+ * messages a summary is written from).
+ *
+ * Lowercasing one character at a time is what `toLowerCase` does to the whole text except for
+ * the two characters whose lowercase holds an ASCII letter (U+0130 İ, U+212A Kelvin sign):
+ * a text with either is read through `contentTerms` (a test checks every code point).
+ */
+export function contentTermKeys(text: string): Float64Array {
+  const n = text.length;
+  const seen = SEEN_KEYS.begin();
+  let at = 0;
+  while (at < n) {
+    const first = lowerAscii(text.charCodeAt(at));
+    if (first === -1) return slowTermKeys(text);
+    if (!isTermStart(first)) {
+      at++;
+      continue;
+    }
+    let end = at + 1;
+    const limit = Math.min(n, at + 61);
+    while (end < limit && isTermChar(lowerAscii(text.charCodeAt(end)))) end++;
+    if (end - at < 4) {
+      at++;
+      continue;
+    }
+    let stop = end;
+    while (stop > at && (text.charCodeAt(stop - 1) === 46 || text.charCodeAt(stop - 1) === 45)) stop--; // trailing . and -
+    if (stop - at >= 4) {
+      let a = FNV32_OFFSET_BASIS | 0; // int32 arithmetic throughout (same bits as hash52's lanes)
+      let b = HASH52_SECOND_BASIS | 0;
+      let mark = 0;
+      for (let i = at; i < stop; i++) {
+        const c = lowerAscii(text.charCodeAt(i));
+        if (c === 95 || c === 46 || (c >= 48 && c <= 57)) mark = 1;
+        a = Math.imul(a ^ c, FNV32_PRIME);
+        b = Math.imul(b ^ c, FNV32_PRIME);
+      }
+      const key = ((a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff)) * 2 + mark;
+      // the stop-word check once per distinct term (a stop word's key is kept as seen too)
+      if (seen.firstTime(a, key) && STOP_KEYS.has(key)) seen.drop();
+    }
+    at = end;
+  }
+  return seen.keys();
+}
+
+/**
+ * The lowercase of an ASCII char code; other chars as themselves, except -1 for the two whose
+ * lowercase holds an ASCII letter (the caller then reads the text the slow way).
+ */
+function lowerAscii(c: number): number {
+  if (c >= 65 && c <= 90) return c + 32;
+  if (c === 0x130 || c === 0x212a) return -1;
+  return c;
+}
+
+/** `contentTermKeys` through the term strings (texts `toLowerCase` reads differently char by char). */
+function slowTermKeys(text: string): Float64Array {
+  const out: number[] = [];
+  const keys = new Set<number>();
+  for (const t of contentTerms(text)) {
+    const k = contentTermKey(t);
+    if (!keys.has(k)) out.push(k);
+    keys.add(k);
+  }
+  return Float64Array.from(out);
+}
+
+/**
+ * The distinct term keys one `contentTermKeys` call has met, in an open-addressed table of the
+ * keys (reused from call to call: a generation stamp empties it), with the order they came in.
+ * Keys are placed by the hash's first lane, which the caller has as an int32.
+ */
+class SeenKeys {
+  private size = FIRST_SLOTS;
+  private stamp = new Uint32Array(FIRST_SLOTS);
+  private slotKeys = new Float64Array(FIRST_SLOTS);
+  /** The kept keys in first-seen order (`count` of them). */
+  private order = new Float64Array(FIRST_SLOTS);
+  private gen = 0;
+  private count = 0;
+  private placed = 0;
+
+  /** Empties the table for a new call (back to its first size after a text of many terms). */
+  begin(): this {
+    if (this.size > MAX_KEPT_SLOTS) this.allocate(FIRST_SLOTS);
+    this.gen++;
+    if (this.gen === 0xffffffff) {
+      this.stamp.fill(0);
+      this.gen = 1;
+    }
+    this.count = 0;
+    this.placed = 0;
+    return this;
+  }
+
+  /** True the first time `key` (whose hash's first lane is `lane`) is met since `begin`; it is then kept. */
+  firstTime(lane: number, key: number): boolean {
+    const mask = this.size - 1;
+    for (let slot = lane & mask; ; slot = (slot + 1) & mask) {
+      if (this.stamp[slot] !== this.gen) {
+        this.stamp[slot] = this.gen;
+        this.slotKeys[slot] = key;
+        this.order[this.count++] = key;
+        if (++this.placed * 2 > this.size) this.grow();
+        return true;
+      }
+      if (this.slotKeys[slot] === key) return false;
+    }
+  }
+
+  /** Un-keeps the key `firstTime` just kept (it stays in the table: met again, it is not kept either). */
+  drop(): void {
+    this.count--;
+  }
+
+  /** The kept keys, as an array of their own. */
+  keys(): Float64Array {
+    return this.order.slice(0, this.count);
+  }
+
+  private allocate(size: number): void {
+    this.size = size;
+    this.stamp = new Uint32Array(size);
+    this.slotKeys = new Float64Array(size);
+    this.order = new Float64Array(size);
+  }
+
+  /** Doubles the table (kept at most half full), re-placing this call's keys. */
+  private grow(): void {
+    const { stamp, slotKeys, order, gen, count } = this;
+    const old = this.size;
+    this.allocate(old * 2);
+    this.order.set(order.subarray(0, count));
+    const mask = this.size - 1;
+    for (let i = 0; i < old; i++) {
+      if (stamp[i] !== gen) continue;
+      const key = slotKeys[i] as number;
+      // the first lane is the key's top 32 bits (key = (lane × 2^20 + low) × 2 + mark)
+      let slot = Math.floor(key / 0x200000) & mask;
+      while (this.stamp[slot] === gen) slot = (slot + 1) & mask;
+      this.stamp[slot] = gen;
+      this.slotKeys[slot] = key;
+    }
+  }
+}
+
+/**
  * The words one `contentTerms` call has met, as ranges of its lowercased text in an
  * open-addressed table of their hashes (reused from call to call: a generation stamp empties
  * it), so a repeated word costs a hash and a comparison of its characters, not a substring
@@ -264,6 +433,7 @@ const FIRST_SLOTS = 1 << 12;
 /** Table slots kept between calls (1 MiB of typed arrays); a larger table is dropped at the next call. */
 const MAX_KEPT_SLOTS = 1 << 16;
 const SEEN = new SeenRanges();
+const SEEN_KEYS = new SeenKeys();
 
 /** `[a-z_$]` */
 function isTermStart(c: number): boolean {
