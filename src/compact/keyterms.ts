@@ -4,14 +4,15 @@
  * lives only in an old tool output survives when a later turn refers to it by name.
  */
 import type { Message } from '../model/messages.js';
+import { derivedTermKeys, TERM_KEY_CHARS } from '../model/index.js';
 import { memoMessage } from './memo.js';
 import { textOf } from './detectors/util.js';
 import { contentTermKey, contentTermKeys, contentTerms, isIdentifierLikeKey } from '../text/index.js';
 import { doubled } from '../util/typed-arrays.js';
 
 const NO_KEYS = new Float64Array(0);
-/** Tool results read for document frequency up to this many chars. */
-const DF_CHARS = 20_000;
+/** Tool results read for document frequency up to this many chars (the texts the derived data gives keys for). */
+const DF_CHARS = TERM_KEY_CHARS;
 
 /** `contentTerms(textOf([m]))`, once per message: the terms of all the message says. */
 export function messageTerms(m: Message): ReadonlySet<string> {
@@ -30,7 +31,7 @@ function textOnly(m: Message): boolean {
  * for the messages a summary is written from (`messageTerms`).
  */
 function textKeysOf(m: Message): Float64Array {
-  return memoMessage(m, 'text-term-keys', (x) => contentTermKeys(x.text));
+  return derivedTermKeys(m) ?? memoMessage(m, 'text-term-keys', (x) => contentTermKeys(x.text));
 }
 
 /** Term keys of what a message's user/assistant text or tool arguments mention (none for tool results). */

@@ -7,7 +7,7 @@ import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
 import { SharedBins, similarity, type DensityFeatures } from './density.js';
 
-import { analyseFragmentText, MIN_CACHED_TEXT_CHARS, type DerivedDataCache, type TextAnalysis } from './derived.js';
+import { analyseFragmentText, forgetTermKeys, MIN_CACHED_TEXT_CHARS, noteTermKeys, type DerivedDataCache, type TextAnalysis } from './derived.js';
 import {
   buildEntry,
   computeFeatures,
@@ -138,6 +138,7 @@ export class LiveContext {
   dropDerived(): void {
     if (!this.derived) return;
     for (const e of this.entries) {
+      forgetTermKeys(e.message);
       for (const f of e.frags) {
         f.stats = undefined;
         f.features = undefined;
@@ -173,6 +174,7 @@ export class LiveContext {
         if (known.has(i)) fresh.push({ text, analysis });
       }
       deriveFragment(f, analysis, this.index);
+      noteTermKeys(f.entry.message, text, analysis);
     });
     if (fresh.length > 0) this.derivedCache?.setMany(fresh);
   }
