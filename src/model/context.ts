@@ -7,7 +7,7 @@ import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
 import { SharedBins, similarity, type DensityFeatures } from './density.js';
 
-import { analyseFragmentText, forgetTermKeys, MIN_CACHED_TEXT_CHARS, noteTermKeys, type DerivedDataCache, type TextAnalysis } from './derived.js';
+import { analyseFragmentText, forgetTextKeys, MIN_CACHED_TEXT_CHARS, noteTextKeys, type DerivedDataCache, type TextAnalysis } from './derived.js';
 import {
   buildEntry,
   computeFeatures,
@@ -138,7 +138,7 @@ export class LiveContext {
   dropDerived(): void {
     if (!this.derived) return;
     for (const e of this.entries) {
-      forgetTermKeys(e.message);
+      forgetTextKeys(e.message);
       for (const f of e.frags) {
         f.stats = undefined;
         f.features = undefined;
@@ -174,7 +174,7 @@ export class LiveContext {
         if (known.has(i)) fresh.push({ text, analysis });
       }
       deriveFragment(f, analysis, this.index);
-      noteTermKeys(f.entry.message, text, analysis);
+      noteTextKeys(f.entry.message, text, analysis);
     });
     if (fresh.length > 0) this.derivedCache?.setMany(fresh);
   }

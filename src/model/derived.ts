@@ -8,12 +8,12 @@
  * shingle size, MinHash bins) must bump DERIVATION_VERSION, so stored rows of the old
  * derivation are recomputed, never trusted.
  */
-import { analyseText, contentTermKeys, FNV32_OFFSET_BASIS, FNV32_PRIME, hash52 } from '../text/index.js';
+import { analyseText, contentTermKeys, FNV32_OFFSET_BASIS, FNV32_PRIME, hash52, lineHashes, MAX_ANALYSED_CHARS } from '../text/index.js';
 import type { Message } from './messages.js';
 import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
 
 /** Bump on any change to what `analyseFragmentText` computes or to the encoding below (test/model/derived.test.ts pins a fixed text's encoding to fail when one is forgotten). */
-export const DERIVATION_VERSION = 3;
+export const DERIVATION_VERSION = 4;
 
 /**
  * Term frequencies of a text with each term stood for by its 52-bit hash (`hash52`): the
@@ -40,6 +40,11 @@ export interface TextAnalysis {
    * a session), for texts of at most TERM_KEY_CHARS chars; undefined for longer ones.
    */
   readonly termKeys: Float64Array | undefined;
+  /**
+   * `lineHashes` of the text (the redundant-output detector compares tool outputs by them), for
+   * texts of at most MAX_ANALYSED_CHARS chars; undefined for longer ones.
+   */
+  readonly lineHashes: Float64Array | undefined;
 }
 
 /**
@@ -61,32 +66,48 @@ export function analyseFragmentText(text: string): TextAnalysis {
   const { stats, shingles } = analyseText(text);
   const hashes = new Float64Array(stats.terms.length);
   for (let i = 0; i < hashes.length; i++) hashes[i] = hash52(stats.terms[i] as string);
-  return { stats: { hashes, counts: stats.counts, length: stats.length }, features: featuresOfShingles(shingles), termKeys: text.length <= TERM_KEY_CHARS ? contentTermKeys(text) : undefined };
+  return {
+    stats: { hashes, counts: stats.counts, length: stats.length },
+    features: featuresOfShingles(shingles),
+    termKeys: text.length <= TERM_KEY_CHARS ? contentTermKeys(text) : undefined,
+    lineHashes: text.length <= MAX_ANALYSED_CHARS ? lineHashes(text) : undefined,
+  };
+}
+
+/** What the planner reads of a message's whole text, kept from its fragment's derived data. */
+export interface MessageTextKeys {
+  /** `contentTermKeys(m.text)`, when the analysis had them. */
+  readonly termKeys: Float64Array | undefined;
+  /** `lineHashes(m.text)` of a tool result, when the analysis had them. */
+  readonly lineHashes: Float64Array | undefined;
 }
 
 /**
- * The content-term keys of messages whose whole text is one derived fragment (a message of text
- * alone, or a tool result) and was analysed with them: read from the derived-data cache on a
- * cold plan, so the reference index does not scan every message's text again.
+ * The text keys of messages whose whole text is one derived fragment (a message of text alone,
+ * or a tool result): read from the derived-data cache on a cold plan, so the planner does not
+ * scan every message's text again. Only these two arrays are kept, not the whole analysis.
  */
-const termKeysByMessage = new WeakMap<Message, Float64Array>();
+const keysByMessage = new WeakMap<Message, MessageTextKeys>();
 
-/** `contentTermKeys(m.text)` when a scoring pass derived it with `m`'s fragment, else undefined. */
-export function derivedTermKeys(m: Message): Float64Array | undefined {
-  return termKeysByMessage.get(m);
+/** The keys of `m.text` when a scoring pass derived them with `m`'s fragment, else undefined. */
+export function derivedTextKeys(m: Message): MessageTextKeys | undefined {
+  return keysByMessage.get(m);
 }
 
 /**
- * Records what `derivedTermKeys` gives for `m` when its fragment's text is `m.text` alone (no
- * reasoning joined to it) and `analysis` has its keys.
+ * Records what `derivedTextKeys` gives for `m` when its fragment's text is `m.text` alone (no
+ * reasoning joined to it). Line hashes are kept for tool results only: no other message's
+ * lines are compared.
  */
-export function noteTermKeys(m: Message, fragmentText: string, analysis: TextAnalysis): void {
-  if (analysis.termKeys && fragmentText === m.text) termKeysByMessage.set(m, analysis.termKeys);
+export function noteTextKeys(m: Message, fragmentText: string, analysis: TextAnalysis): void {
+  const termKeys = analysis.termKeys;
+  const lines = m.role === 'tool' ? analysis.lineHashes : undefined;
+  if ((termKeys || lines) && fragmentText === m.text) keysByMessage.set(m, { termKeys, lineHashes: lines });
 }
 
 /** Forgets `m`'s keys (its derived data was dropped). */
-export function forgetTermKeys(m: Message): void {
-  termKeysByMessage.delete(m);
+export function forgetTextKeys(m: Message): void {
+  keysByMessage.delete(m);
 }
 
 /**
@@ -102,11 +123,11 @@ export interface TextOwner {
 
 /**
  * Header (u32 each): version, checksum of everything after the header, length, totalShingles,
- * uniqueShingles, term count, the owner's chars and check, and the content-term key count
- * (NO_TERM_KEYS: none); then the signature.
+ * uniqueShingles, term count, the owner's chars and check, the content-term key count and the
+ * line hash count (ABSENT: none); then the signature.
  */
-const HEADER_WORDS = 9;
-const NO_TERM_KEYS = 0xffffffff;
+const HEADER_WORDS = 10;
+const ABSENT = 0xffffffff;
 const HASH_LIMIT = 2 ** 52;
 /** Content-term keys are below 2^53 (`contentTermKey`). */
 const KEY_LIMIT = 2 ** 53;
@@ -134,21 +155,23 @@ function fnvInt32(bytes: Uint8Array, from: number): number {
 
 /**
  * The bytes of an analysis (little-endian): the header and signature, the term counts (u32),
- * the term hashes (f64), then the content-term keys (f64).
+ * the term hashes (f64), the content-term keys (f64), then the line hashes (f64).
  */
 export function encodeAnalysis(a: TextAnalysis, owner: TextOwner): Uint8Array {
-  const { stats, features, termKeys } = a;
+  const { stats, features, termKeys, lineHashes: lines } = a;
   const n = stats.counts.length;
   const k = termKeys?.length ?? 0;
+  const l = lines?.length ?? 0;
   const words = FIXED_WORDS + n;
-  const out = new Uint8Array(words * 4 + n * 8 + k * 8);
+  const out = new Uint8Array(words * 4 + (n + k + l) * 8);
   const view = new DataView(out.buffer);
-  const head = [DERIVATION_VERSION, 0, stats.length, features.totalShingles, features.uniqueShingles, n, owner.chars, owner.check, termKeys ? k : NO_TERM_KEYS];
+  const head = [DERIVATION_VERSION, 0, stats.length, features.totalShingles, features.uniqueShingles, n, owner.chars, owner.check, termKeys ? k : ABSENT, lines ? l : ABSENT];
   head.forEach((v, i) => view.setUint32(i * 4, v, true));
   for (let i = 0; i < MINHASH_SLOTS; i++) view.setUint32((HEADER_WORDS + i) * 4, features.signature[i] as number, true);
   for (let i = 0; i < n; i++) view.setUint32((FIXED_WORDS + i) * 4, stats.counts[i] as number, true);
   for (let i = 0; i < n; i++) view.setFloat64(words * 4 + i * 8, stats.hashes[i] as number, true);
   for (let i = 0; i < k; i++) view.setFloat64(words * 4 + (n + i) * 8, termKeys?.[i] as number, true);
+  for (let i = 0; i < l; i++) view.setFloat64(words * 4 + (n + k + i) * 8, lines?.[i] as number, true);
   view.setUint32(4, checksum(out, HEADER_WORDS * 4), true);
   return out;
 }
@@ -169,12 +192,14 @@ export function decodeAnalysis(bytes: Uint8Array, owner: TextOwner): TextAnalysi
   const u32 = new Uint32Array(new Uint8Array(bytes).buffer);
   const [version, sum0, length, total, unique, termCount] = Array.from(u32.subarray(0, 6));
   const keyCount = u32[8];
-  if (version === undefined || sum0 === undefined || length === undefined || total === undefined || unique === undefined || termCount === undefined || keyCount === undefined) return undefined;
+  const lineCount = u32[9];
+  if (version === undefined || sum0 === undefined || length === undefined || total === undefined || unique === undefined || termCount === undefined || keyCount === undefined || lineCount === undefined) return undefined;
   if (version !== DERIVATION_VERSION || u32[6] !== owner.chars || u32[7] !== owner.check) return undefined;
   if (unique > total || (total > 0 && unique === 0)) return undefined;
   const words = FIXED_WORDS + termCount;
-  const keys = keyCount === NO_TERM_KEYS ? 0 : keyCount;
-  if (bytes.length !== words * 4 + (termCount + keys) * 8 || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
+  const keys = keyCount === ABSENT ? 0 : keyCount;
+  const lines = lineCount === ABSENT ? 0 : lineCount;
+  if (bytes.length !== words * 4 + (termCount + keys + lines) * 8 || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
   const signature = u32.slice(HEADER_WORDS, FIXED_WORDS);
   let used = 0;
   for (let i = 0; i < MINHASH_SLOTS; i++) if (signature[i] !== EMPTY_BIN) used++;
@@ -187,15 +212,26 @@ export function decodeAnalysis(bytes: Uint8Array, owner: TextOwner): TextAnalysi
     sum += c;
   }
   if (sum !== length) return undefined;
-  // The hashes start at byte words × 4, the keys after them: copies of their own are aligned for a Float64Array.
-  const hashes = new Float64Array(u32.buffer.slice(words * 4, words * 4 + termCount * 8));
+  // The hashes start at byte words × 4, the keys and line hashes after them: each is copied
+  // into an array of its own (aligned for a Float64Array). Not a Float64Array over a sliced
+  // ArrayBuffer: the redundant-output detector's merge loop read line hashes held that way at
+  // a fifth of the speed (2.4 ms of a 35 ms cold plan against 0.9; CPU profiles of bench plan).
+  const f64At = (from: number, count: number): Float64Array => {
+    const out = new Float64Array(count);
+    new Uint8Array(out.buffer).set(new Uint8Array(u32.buffer, words * 4 + from * 8, count * 8));
+    return out;
+  };
+  const hashes = f64At(0, termCount);
   if (!allIntegersBelow(hashes, HASH_LIMIT)) return undefined;
-  const termKeys = keyCount === NO_TERM_KEYS ? undefined : new Float64Array(u32.buffer.slice(words * 4 + termCount * 8));
+  const termKeys = keyCount === ABSENT ? undefined : f64At(termCount, keys);
   if (termKeys && !allIntegersBelow(termKeys, KEY_LIMIT)) return undefined;
+  const lineHashList = lineCount === ABSENT ? undefined : f64At(termCount + keys, lines);
+  if (lineHashList && !allIntegersBelow(lineHashList, HASH_LIMIT)) return undefined;
   return {
     stats: { hashes, counts, length },
     features: { signature, empty: total === 0, totalShingles: total, uniqueShingles: unique },
     termKeys,
+    lineHashes: lineHashList,
   };
 }
 

@@ -8,6 +8,7 @@ export * from './chars.js';
 export * from './hash.js';
 export * from './prose.js';
 export * from './words.js';
+export * from './lines.js';
 export * from './paths.js';
 export * from './code.js';
 export * from './errors.js';

@@ -1,17 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, encodeAnalysis, SessionModel, type DerivedDataCache, type TextAnalysis, type TextOwner } from '../../src/model/index.js';
+import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, derivedTextKeys, encodeAnalysis, SessionModel, TERM_KEY_CHARS, type DerivedDataCache, type TextAnalysis, type TextOwner } from '../../src/model/index.js';
 import { MIN_CACHED_TEXT_CHARS } from '../../src/model/derived.js';
 import { generateSession } from '../../src/bench/retention.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { TermIndex } from '../../src/model/relevance.js';
-import { fnv1a32 } from '../../src/text/index.js';
+import { contentTermKeys, fnv1a32, lineHashes, MAX_ANALYSED_CHARS } from '../../src/text/index.js';
 
 /** What a row records of its text (the daemon's cache uses an independent lane of its key hash; any stable hash fits here). */
 const ownerOf = (text: string): TextOwner => ({ chars: text.length, check: fnv1a32(text) });
 
 const counter = createTokenCounter();
+
+/** Where a row's term counts start (u32 words): the header's 10 words and the 64 signature slots. */
+const COUNTS_WORD = 74;
 
 /** An in-memory DerivedDataCache (the model's side of the contract; the SQLite one is tested in test/daemon). */
 class MapCache implements DerivedDataCache {
@@ -48,6 +51,54 @@ describe('derived data (term stats, fingerprints)', () => {
     }
   });
 
+  it('holds the content-term keys of texts up to TERM_KEY_CHARS chars and the line hashes of texts up to MAX_ANALYSED_CHARS', () => {
+    const short = 'The retry loop in Pool.ts reads config.max_retries.\nThe retry loop in Pool.ts reads config.max_retries.\n  second   line ';
+    const a = analyseFragmentText(short);
+    expect(a.termKeys).toEqual(contentTermKeys(short));
+    expect(a.lineHashes).toEqual(lineHashes(short));
+    const long = 'pool_size line\n'.repeat(Math.ceil(TERM_KEY_CHARS / 15) + 1);
+    const b = analyseFragmentText(long);
+    expect(b.termKeys).toBeUndefined();
+    expect(b.lineHashes).toEqual(lineHashes(long));
+    const huge = 'x'.repeat(MAX_ANALYSED_CHARS + 1);
+    const c = analyseFragmentText(huge);
+    expect(c.termKeys).toBeUndefined();
+    expect(c.lineHashes).toBeUndefined();
+    for (const [text, x] of [[short, a], [long, b], [huge, c]] as const) expect(decodeAnalysis(encodeAnalysis(x, ownerOf(text)), ownerOf(text))).toEqual(x);
+  });
+
+  it('gives the planner the keys and line hashes of every message whose whole text is one fragment, read back from a cache after a rebuild', () => {
+    const cache = new MapCache();
+    const withReasoning: TranscriptEvent = { type: 'message', message: { id: 'r', role: 'assistant', text: 'Pool size set to 8 in config.ts.', reasoning: 'The pool_size default of 4 is too small.' } };
+    const events = [...session.events, withReasoning];
+    const first = build(events, cache);
+    expect(first.messages().every((m) => derivedTextKeys(m) === undefined)).toBe(true); // nothing derived yet
+    first.sections();
+    const check = (model: SessionModel): number => {
+      let keyed = 0;
+      for (const m of model.messages()) {
+        const keys = derivedTextKeys(m);
+        if (m.reasoning || (m.role === 'assistant' && m.toolCalls?.length)) {
+          if (m.reasoning) expect(keys).toBeUndefined();
+          continue;
+        }
+        expect(keys?.termKeys).toEqual(contentTermKeys(m.text));
+        expect(keys?.lineHashes).toEqual(m.role === 'tool' ? lineHashes(m.text) : undefined);
+        keyed++;
+      }
+      return keyed;
+    };
+    const keyed = check(first);
+    expect(keyed).toBeGreaterThan(20);
+    cache.found = 0;
+    const again = build(events, cache);
+    again.sections();
+    expect(cache.found).toBeGreaterThan(20);
+    expect(check(again)).toBe(keyed);
+    again.dropDerived();
+    expect(again.messages().every((m) => derivedTextKeys(m) === undefined)).toBe(true);
+  });
+
   it('decodes a row wherever its bytes sit: a Buffer inside a larger pool, at any offset', () => {
     const text = 'ünïcode wörds and src/model/index.ts, config.max_retries = 3 '.repeat(8);
     const a = analyseFragmentText(text);
@@ -73,18 +124,22 @@ describe('derived data (term stats, fingerprints)', () => {
     const other = good.slice();
     new DataView(other.buffer).setUint32(0, DERIVATION_VERSION + 1, true);
     expect(decodeAnalysis(other, owner)).toBeUndefined();
-    for (const n of [0, 10, 4 * 72, good.length - 3]) expect(decodeAnalysis(good.subarray(0, n), owner)).toBeUndefined();
+    for (const n of [0, 10, 4 * COUNTS_WORD, good.length - 3]) expect(decodeAnalysis(good.subarray(0, n), owner)).toBeUndefined();
     const badCount = good.slice();
-    new DataView(badCount.buffer).setUint32(4 * 72, 99, true); // a term count no longer sums to the length
+    new DataView(badCount.buffer).setUint32(4 * COUNTS_WORD, 99, true); // a term count no longer sums to the length
     expect(decodeAnalysis(badCount, owner)).toBeUndefined();
     const badHash = good.slice();
-    new DataView(badHash.buffer).setFloat64(badHash.length - 8, 0.5, true); // not a 52-bit hash
+    new DataView(badHash.buffer).setFloat64(badHash.length - 8, 0.5, true); // not a 52-bit hash (the last line hash)
     expect(decodeAnalysis(badHash, owner)).toBeUndefined();
+    const lines = a.lineHashes?.length ?? 0;
+    const badKey = good.slice();
+    new DataView(badKey.buffer).setFloat64(badKey.length - 8 * (lines + 1), 2 ** 53, true); // the last term key, out of range
+    expect(decodeAnalysis(badKey, owner)).toBeUndefined();
     const otherHash = good.slice();
     otherHash[otherHash.length - 8] = (otherHash[otherHash.length - 8] as number) ^ 1; // still a valid hash, another term: the checksum tells
     expect(decodeAnalysis(otherHash, owner)).toBeUndefined();
     const badSig = good.slice();
-    for (let i = 8; i < 72; i++) new DataView(badSig.buffer).setUint32(i * 4, 0xffffffff, true); // shingles but an empty fingerprint
+    for (let i = 10; i < COUNTS_WORD; i++) new DataView(badSig.buffer).setUint32(i * 4, 0xffffffff, true); // shingles but an empty fingerprint
     expect(decodeAnalysis(badSig, owner)).toBeUndefined();
   });
 
@@ -152,7 +207,7 @@ const GOLDEN_TEXT = [
  * split, stop words, term hashing, shingles, MinHash) or to the encoding must bump the version;
  * this pin makes a change that forgets to fail.
  */
-const GOLDEN = { version: 3, sha256: '1cc35772494b95c3a20fc51d9a623e5e52258181abf956a885cfa7582e36a953' };
+const GOLDEN = { version: 4, sha256: '0182ba05a186a501d00f36accb595cb4b8d9777617993d8be1f5d034394c4511' };
 
 describe('derivation golden', () => {
   it('a fixed text derives and encodes to pinned bytes; a change must bump DERIVATION_VERSION', () => {

@@ -8,10 +8,11 @@
 import type { Message } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import { toolAction } from '../../model/toolargs.js';
-import { hash52 } from '../../text/index.js';
+import { derivedTextKeys } from '../../model/index.js';
+import { hash52, lineHashes, lineSet } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList, memoMessage } from '../memo.js';
-import { callsOf, isCompactable, lineHashes, lineSet, memoMessages } from './util.js';
+import { callsOf, isCompactable, memoMessages } from './util.js';
 
 /** Same-call outputs at least this similar (line Jaccard) are redundant. */
 export const SAME_KEY_SIMILARITY = 0.5;
@@ -49,9 +50,9 @@ function sortedDistinct(values: Float64Array): LineHashes {
   return n === values.length ? values : values.slice(0, n);
 }
 
-/** Line hashes of a message's text (tool results), memoized per message. */
+/** Line hashes of a message's text (tool results): from its derived data when that has them, else worked out once per message. */
 function messageLines(m: Message): LineHashes {
-  return memoMessage(m, 'line-hashes', (x) => lineHashes(x.text));
+  return derivedTextKeys(m)?.lineHashes ?? memoMessage(m, 'line-hashes', (x) => lineHashes(x.text));
 }
 
 function hasHash(sorted: LineHashes, h: number): boolean {
