@@ -13,7 +13,7 @@ import type { Message } from './messages.js';
 import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
 
 /** Bump on any change to what `analyseFragmentText` computes or to the encoding below (test/model/derived.test.ts pins a fixed text's encoding to fail when one is forgotten). */
-export const DERIVATION_VERSION = 4;
+export const DERIVATION_VERSION = 5;
 
 /**
  * Term frequencies of a text with each term stood for by its 52-bit hash (`hash52`): the
@@ -137,9 +137,13 @@ const EMPTY_BIN = 0xffffffff;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 
-/** FNV-1a over bytes: catches a damaged row the structural checks would let through (a changed hash). */
-function checksum(bytes: Uint8Array, from: number): number {
-  return fnvInt32(bytes, from) >>> 0;
+/**
+ * FNV-1a over 32-bit words: catches a damaged row the structural checks would let through (a
+ * changed hash); any one changed word changes it. Word by word, not byte by byte: a cold plan
+ * checks every row it reads, and rows carry every line hash of their text.
+ */
+function checksum(words: Uint32Array, from: number): number {
+  return fnvInt32(words, from) >>> 0;
 }
 
 /**
@@ -147,9 +151,9 @@ function checksum(bytes: Uint8Array, from: number): number {
  * compiles the loop of a long row on the stack (OSR) and enters that code from later calls,
  * which deoptimized on every call when a value past 2^31 came out of it.
  */
-function fnvInt32(bytes: Uint8Array, from: number): number {
+function fnvInt32(words: Uint32Array, from: number): number {
   let h = FNV32_OFFSET_BASIS | 0;
-  for (let i = from; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), FNV32_PRIME);
+  for (let i = from; i < words.length; i++) h = Math.imul(h ^ (words[i] as number), FNV32_PRIME);
   return h;
 }
 
@@ -172,7 +176,7 @@ export function encodeAnalysis(a: TextAnalysis, owner: TextOwner): Uint8Array {
   for (let i = 0; i < n; i++) view.setFloat64(words * 4 + i * 8, stats.hashes[i] as number, true);
   for (let i = 0; i < k; i++) view.setFloat64(words * 4 + (n + i) * 8, termKeys?.[i] as number, true);
   for (let i = 0; i < l; i++) view.setFloat64(words * 4 + (n + k + i) * 8, lines?.[i] as number, true);
-  view.setUint32(4, checksum(out, HEADER_WORDS * 4), true);
+  view.setUint32(4, checksum(new Uint32Array(out.buffer), HEADER_WORDS), true);
   return out;
 }
 
@@ -199,7 +203,7 @@ export function decodeAnalysis(bytes: Uint8Array, owner: TextOwner): TextAnalysi
   const words = FIXED_WORDS + termCount;
   const keys = keyCount === ABSENT ? 0 : keyCount;
   const lines = lineCount === ABSENT ? 0 : lineCount;
-  if (bytes.length !== words * 4 + (termCount + keys + lines) * 8 || checksum(bytes, HEADER_WORDS * 4) !== sum0) return undefined;
+  if (bytes.length !== words * 4 + (termCount + keys + lines) * 8 || checksum(u32, HEADER_WORDS) !== sum0) return undefined;
   const signature = u32.slice(HEADER_WORDS, FIXED_WORDS);
   let used = 0;
   for (let i = 0; i < MINHASH_SLOTS; i++) if (signature[i] !== EMPTY_BIN) used++;
