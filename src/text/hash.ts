@@ -65,14 +65,21 @@ export function textLanes(s: string, out: Uint32Array): void {
   let a = FNV32_OFFSET_BASIS;
   let b = HASH52_SECOND_BASIS;
   let c = 0x2c1b3c6d;
-  for (let i = 0; i < s.length; i++) {
-    const ch = s.charCodeAt(i);
+  const n = s.length;
+  // Two UTF-16 units per step, as one 32-bit value: a cold plan keys every fragment text of a
+  // session, and this loop was a twentieth of it; an odd last unit goes alone.
+  for (let i = 0; i < n; i += 2) {
+    const ch = i + 1 < n ? (s.charCodeAt(i) << 16) | s.charCodeAt(i + 1) : s.charCodeAt(i);
     a = Math.imul(a ^ ch, FNV32_PRIME);
     b = Math.imul(b ^ ch, 0x5bd1e995);
     b ^= b >>> 13;
     c = Math.imul(c ^ ch, 0x27d4eb2f);
     c ^= c >>> 16;
   }
+  // the length last: an odd last unit U and a last pair (0, U) are the same 32-bit value
+  a = Math.imul(a ^ n, FNV32_PRIME);
+  b = Math.imul(b ^ n, 0x5bd1e995);
+  c = Math.imul(c ^ n, 0x27d4eb2f);
   out[0] = a >>> 0;
   out[1] = b >>> 0;
   out[2] = c >>> 0;
