@@ -268,42 +268,87 @@ function slowTermKeys(text: string): Float64Array {
 }
 
 /**
- * The distinct term keys one `contentTermKeys` call has met, in an open-addressed table of the
- * keys (reused from call to call: a generation stamp empties it), with the order they came in.
- * Keys are placed by the hash's first lane, which the caller has as an int32.
+ * An open-addressed hash table that one call of a scan fills and the next call reuses: a
+ * generation stamp per slot tells the slots this call placed, so `begin` empties it without
+ * clearing anything. A subclass keeps its slots' data in typed arrays of `size` slots
+ * (`allocateSlots`) and says how a slot's data moves when the table doubles (`homeOf`,
+ * `moveSlot`); the table stays at most half full.
  */
-class SeenKeys {
-  private size = FIRST_SLOTS;
-  private stamp = new Uint32Array(FIRST_SLOTS);
-  private slotKeys = new Float64Array(FIRST_SLOTS);
-  /** The kept keys in first-seen order (`count` of them). */
-  private order = new Float64Array(FIRST_SLOTS);
-  private gen = 0;
-  private count = 0;
+abstract class StampedTable<Slots> {
+  protected size = FIRST_SLOTS;
+  protected stamp = new Uint32Array(FIRST_SLOTS);
+  protected gen = 0;
+  /** Slots this call placed. */
   private placed = 0;
 
-  /** Empties the table for a new call (back to its first size after a text of many terms). */
+  /** Empties the table for a new call (back to its first size after a call of many entries). */
   begin(): this {
+    this.placed = 0;
+    this.reset();
     if (this.size > MAX_KEPT_SLOTS) this.allocate(FIRST_SLOTS);
     this.gen++;
     if (this.gen === 0xffffffff) {
       this.stamp.fill(0);
       this.gen = 1;
     }
-    this.count = 0;
-    this.placed = 0;
     return this;
   }
+
+  /** Marks `slot` (its data just written) as placed by this call, doubling the table once it is half full. */
+  protected place(slot: number): void {
+    this.stamp[slot] = this.gen;
+    if (++this.placed * 2 > this.size) this.grow();
+  }
+
+  /** Per-call state of the subclass, emptied at `begin`. */
+  protected abstract reset(): void;
+  /** Fresh slot arrays of `size` slots; returns the previous ones. */
+  protected abstract allocateSlots(size: number): Slots;
+  /** The hash a slot of `from` was placed by. */
+  protected abstract homeOf(from: Slots, slot: number): number;
+  /** Copies slot `slot` of `from` into slot `to` of the current arrays. */
+  protected abstract moveSlot(from: Slots, slot: number, to: number): void;
+
+  private allocate(size: number): Slots {
+    this.size = size;
+    this.stamp = new Uint32Array(size);
+    return this.allocateSlots(size);
+  }
+
+  private grow(): void {
+    const { stamp, gen } = this;
+    const old = this.size;
+    const from = this.allocate(old * 2);
+    const mask = this.size - 1;
+    for (let i = 0; i < old; i++) {
+      if (stamp[i] !== gen) continue;
+      let slot = this.homeOf(from, i) & mask;
+      while (this.stamp[slot] === gen) slot = (slot + 1) & mask;
+      this.stamp[slot] = gen;
+      this.moveSlot(from, i, slot);
+    }
+  }
+}
+
+/**
+ * The distinct term keys one `contentTermKeys` call has met, with the order they came in. Keys
+ * are placed by their hash's first lane, which the caller has as an int32 (and which is the
+ * key's top 32 bits: key = (lane × 2^20 + low) × 2 + mark).
+ */
+class SeenKeys extends StampedTable<Float64Array> {
+  private slotKeys = new Float64Array(FIRST_SLOTS);
+  /** The kept keys in first-seen order (`kept` of them; never more than the slots). */
+  private order = new Float64Array(FIRST_SLOTS);
+  private kept = 0;
 
   /** True the first time `key` (whose hash's first lane is `lane`) is met since `begin`; it is then kept. */
   firstTime(lane: number, key: number): boolean {
     const mask = this.size - 1;
     for (let slot = lane & mask; ; slot = (slot + 1) & mask) {
       if (this.stamp[slot] !== this.gen) {
-        this.stamp[slot] = this.gen;
         this.slotKeys[slot] = key;
-        this.order[this.count++] = key;
-        if (++this.placed * 2 > this.size) this.grow();
+        this.order[this.kept++] = key;
+        this.place(slot);
         return true;
       }
       if (this.slotKeys[slot] === key) return false;
@@ -312,66 +357,45 @@ class SeenKeys {
 
   /** Un-keeps the key `firstTime` just kept (it stays in the table: met again, it is not kept either). */
   drop(): void {
-    this.count--;
+    this.kept--;
   }
 
   /** The kept keys, as an array of their own. */
   keys(): Float64Array {
-    return this.order.slice(0, this.count);
+    return this.order.slice(0, this.kept);
   }
 
-  private allocate(size: number): void {
-    this.size = size;
-    this.stamp = new Uint32Array(size);
+  protected reset(): void {
+    this.kept = 0;
+  }
+
+  protected allocateSlots(size: number): Float64Array {
+    const previous = this.slotKeys;
+    const order = new Float64Array(size);
+    order.set(this.order.subarray(0, this.kept));
+    this.order = order;
     this.slotKeys = new Float64Array(size);
-    this.order = new Float64Array(size);
+    return previous;
   }
 
-  /** Doubles the table (kept at most half full), re-placing this call's keys. */
-  private grow(): void {
-    const { stamp, slotKeys, order, gen, count } = this;
-    const old = this.size;
-    this.allocate(old * 2);
-    this.order.set(order.subarray(0, count));
-    const mask = this.size - 1;
-    for (let i = 0; i < old; i++) {
-      if (stamp[i] !== gen) continue;
-      const key = slotKeys[i] as number;
-      // the first lane is the key's top 32 bits (key = (lane × 2^20 + low) × 2 + mark)
-      let slot = Math.floor(key / 0x200000) & mask;
-      while (this.stamp[slot] === gen) slot = (slot + 1) & mask;
-      this.stamp[slot] = gen;
-      this.slotKeys[slot] = key;
-    }
+  protected homeOf(from: Float64Array, slot: number): number {
+    return Math.floor((from[slot] as number) / 0x200000);
+  }
+
+  protected moveSlot(from: Float64Array, slot: number, to: number): void {
+    this.slotKeys[to] = from[slot] as number;
   }
 }
 
 /**
- * The words one `contentTerms` call has met, as ranges of its lowercased text in an
- * open-addressed table of their hashes (reused from call to call: a generation stamp empties
- * it), so a repeated word costs a hash and a comparison of its characters, not a substring
- * and a Set lookup. Holds no string.
+ * The words one `contentTerms` call has met, as ranges of its lowercased text, placed by a
+ * hash of their characters, so a repeated word costs a hash and a comparison of its characters,
+ * not a substring and a Set lookup. Holds no string.
  */
-class SeenRanges {
-  private size = FIRST_SLOTS;
-  private stamp = new Uint32Array(FIRST_SLOTS);
+class SeenRanges extends StampedTable<{ readonly hash: Int32Array; readonly from: Int32Array; readonly to: Int32Array }> {
   private hash = new Int32Array(FIRST_SLOTS);
   private from = new Int32Array(FIRST_SLOTS);
   private to = new Int32Array(FIRST_SLOTS);
-  private gen = 0;
-  private count = 0;
-
-  /** Empties the table for a new call (back to its first size after a text of many words). */
-  begin(): this {
-    if (this.size > MAX_KEPT_SLOTS) this.allocate(FIRST_SLOTS);
-    this.gen++;
-    if (this.gen === 0xffffffff) {
-      this.stamp.fill(0);
-      this.gen = 1;
-    }
-    this.count = 0;
-    return this;
-  }
 
   /** True the first time `text[from, to)` is met since `begin` (`text` is the same string throughout a call). */
   firstTime(text: string, from: number, to: number): boolean {
@@ -380,7 +404,10 @@ class SeenRanges {
     const mask = this.size - 1;
     for (let slot = h & mask; ; slot = (slot + 1) & mask) {
       if (this.stamp[slot] !== this.gen) {
-        this.put(slot, h, from, to);
+        this.hash[slot] = h;
+        this.from[slot] = from;
+        this.to[slot] = to;
+        this.place(slot);
         return true;
       }
       if (this.hash[slot] === h && this.same(text, this.from[slot] as number, this.to[slot] as number, from, to)) return false;
@@ -393,44 +420,30 @@ class SeenRanges {
     return true;
   }
 
-  private put(slot: number, h: number, from: number, to: number): void {
-    this.stamp[slot] = this.gen;
-    this.hash[slot] = h;
-    this.from[slot] = from;
-    this.to[slot] = to;
-    if (++this.count * 2 > this.size) this.grow();
-  }
+  protected reset(): void {}
 
-  /** Empty arrays of `size` slots. */
-  private allocate(size: number): void {
-    this.size = size;
-    this.stamp = new Uint32Array(size);
+  protected allocateSlots(size: number): { hash: Int32Array; from: Int32Array; to: Int32Array } {
+    const previous = { hash: this.hash, from: this.from, to: this.to };
     this.hash = new Int32Array(size);
     this.from = new Int32Array(size);
     this.to = new Int32Array(size);
+    return previous;
   }
 
-  /** Doubles the table (kept at most half full), re-placing this call's entries. */
-  private grow(): void {
-    const { stamp, hash, from, to, gen } = this;
-    const old = this.size;
-    this.allocate(old * 2);
-    const mask = this.size - 1;
-    for (let i = 0; i < old; i++) {
-      if (stamp[i] !== gen) continue;
-      let slot = (hash[i] as number) & mask;
-      while (this.stamp[slot] === gen) slot = (slot + 1) & mask;
-      this.stamp[slot] = gen;
-      this.hash[slot] = hash[i] as number;
-      this.from[slot] = from[i] as number;
-      this.to[slot] = to[i] as number;
-    }
+  protected homeOf(from: { readonly hash: Int32Array }, slot: number): number {
+    return from.hash[slot] as number;
+  }
+
+  protected moveSlot(from: { readonly hash: Int32Array; readonly from: Int32Array; readonly to: Int32Array }, slot: number, to: number): void {
+    this.hash[to] = from.hash[slot] as number;
+    this.from[to] = from.from[slot] as number;
+    this.to[to] = from.to[slot] as number;
   }
 }
 
 /** Slots of the table at first. */
 const FIRST_SLOTS = 1 << 12;
-/** Table slots kept between calls (1 MiB of typed arrays); a larger table is dropped at the next call. */
+/** Table slots kept between calls (1-1.3 MiB of typed arrays per table); a larger table is dropped at the next call. */
 const MAX_KEPT_SLOTS = 1 << 16;
 const SEEN = new SeenRanges();
 const SEEN_KEYS = new SeenKeys();
