@@ -143,6 +143,21 @@ describe('derived data (term stats, fingerprints)', () => {
     expect(decodeAnalysis(badSig, owner)).toBeUndefined();
   });
 
+  it('refuses a row whose header section counts were damaged (the checksum covers them, not only the length check)', () => {
+    // Header words 8 and 9 (content-term key count, line hash count) lie outside the checksum;
+    // swapped, the row keeps its length, and here every value still passes the range checks.
+    const text = `pool pool value\nsecond pool line\n${'x'.repeat(120)}`;
+    const a = analyseFragmentText(text);
+    const owner = ownerOf(text);
+    expect([a.termKeys?.length, a.lineHashes?.length]).toEqual([5, 3]);
+    const swapped = encodeAnalysis(a, owner).slice();
+    const view = new DataView(swapped.buffer);
+    const keys = view.getUint32(8 * 4, true);
+    view.setUint32(8 * 4, view.getUint32(9 * 4, true), true);
+    view.setUint32(9 * 4, keys, true);
+    expect(decodeAnalysis(swapped, owner)).toBeUndefined();
+  });
+
   it('is not computed until scores are read, and scores read once at the end equal those read after every append', () => {
     const cache = new MapCache();
     const lazy = build(session.events, cache);
