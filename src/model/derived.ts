@@ -13,7 +13,7 @@ import type { Message } from './messages.js';
 import { featuresOfShingles, MINHASH_SLOTS, type DensityFeatures } from './density.js';
 
 /** Bump on any change to what `analyseFragmentText` computes or to the encoding below (test/model/derived.test.ts pins a fixed text's encoding to fail when one is forgotten). */
-export const DERIVATION_VERSION = 5;
+export const DERIVATION_VERSION = 6;
 
 /**
  * Term frequencies of a text with each term stood for by its 52-bit hash (`hash52`): the
@@ -122,11 +122,13 @@ export interface TextOwner {
 }
 
 /**
- * Header (u32 each): version, checksum of everything after the header, length, totalShingles,
+ * Header (u32 each): version, checksum of every other word of the row, length, totalShingles,
  * uniqueShingles, term count, the owner's chars and check, the content-term key count and the
  * line hash count (ABSENT: none); then the signature.
  */
 const HEADER_WORDS = 10;
+/** The header word holding the checksum (the one word it does not cover). */
+const CHECKSUM_WORD = 1;
 const ABSENT = 0xffffffff;
 const HASH_LIMIT = 2 ** 52;
 /** Content-term keys are below 2^53 (`contentTermKey`). */
@@ -138,12 +140,13 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 
 /**
- * FNV-1a over 32-bit words: catches a damaged row the structural checks would let through (a
- * changed hash); any one changed word changes it. Word by word, not byte by byte: a cold plan
+ * FNV-1a over every 32-bit word of a row but its own (CHECKSUM_WORD, the second): catches a
+ * damaged row the structural checks would let through (a changed hash, two section counts
+ * swapped); any one changed word changes it. Word by word, not byte by byte: a cold plan
  * checks every row it reads, and rows carry every line hash of their text.
  */
-function checksum(words: Uint32Array, from: number): number {
-  return fnvInt32(words, from) >>> 0;
+function checksum(words: Uint32Array): number {
+  return fnvInt32(words) >>> 0;
 }
 
 /**
@@ -151,9 +154,9 @@ function checksum(words: Uint32Array, from: number): number {
  * compiles the loop of a long row on the stack (OSR) and enters that code from later calls,
  * which deoptimized on every call when a value past 2^31 came out of it.
  */
-function fnvInt32(words: Uint32Array, from: number): number {
-  let h = FNV32_OFFSET_BASIS | 0;
-  for (let i = from; i < words.length; i++) h = Math.imul(h ^ (words[i] as number), FNV32_PRIME);
+function fnvInt32(words: Uint32Array): number {
+  let h = Math.imul((FNV32_OFFSET_BASIS | 0) ^ (words[0] as number), FNV32_PRIME);
+  for (let i = CHECKSUM_WORD + 1; i < words.length; i++) h = Math.imul(h ^ (words[i] as number), FNV32_PRIME);
   return h;
 }
 
@@ -176,7 +179,7 @@ export function encodeAnalysis(a: TextAnalysis, owner: TextOwner): Uint8Array {
   for (let i = 0; i < n; i++) view.setFloat64(words * 4 + i * 8, stats.hashes[i] as number, true);
   for (let i = 0; i < k; i++) view.setFloat64(words * 4 + (n + i) * 8, termKeys?.[i] as number, true);
   for (let i = 0; i < l; i++) view.setFloat64(words * 4 + (n + k + i) * 8, lines?.[i] as number, true);
-  view.setUint32(4, checksum(new Uint32Array(out.buffer), HEADER_WORDS), true);
+  view.setUint32(CHECKSUM_WORD * 4, checksum(new Uint32Array(out.buffer)), true);
   return out;
 }
 
@@ -203,7 +206,7 @@ export function decodeAnalysis(bytes: Uint8Array, owner: TextOwner): TextAnalysi
   const words = FIXED_WORDS + termCount;
   const keys = keyCount === ABSENT ? 0 : keyCount;
   const lines = lineCount === ABSENT ? 0 : lineCount;
-  if (bytes.length !== words * 4 + (termCount + keys + lines) * 8 || checksum(u32, HEADER_WORDS) !== sum0) return undefined;
+  if (bytes.length !== words * 4 + (termCount + keys + lines) * 8 || checksum(u32) !== sum0) return undefined;
   const signature = u32.slice(HEADER_WORDS, FIXED_WORDS);
   let used = 0;
   for (let i = 0; i < MINHASH_SLOTS; i++) if (signature[i] !== EMPTY_BIN) used++;

@@ -143,9 +143,9 @@ describe('derived data (term stats, fingerprints)', () => {
     expect(decodeAnalysis(badSig, owner)).toBeUndefined();
   });
 
-  it('refuses a row whose header section counts were damaged (the checksum covers them, not only the length check)', () => {
-    // Header words 8 and 9 (content-term key count, line hash count) lie outside the checksum;
-    // swapped, the row keeps its length, and here every value still passes the range checks.
+  it('refuses a row whose header words were damaged (the checksum covers them, not only the length check)', () => {
+    // Swapped, header words 8 and 9 (content-term key count, line hash count) keep the row's
+    // length, and here every value still passes the range checks.
     const text = `pool pool value\nsecond pool line\n${'x'.repeat(120)}`;
     const a = analyseFragmentText(text);
     const owner = ownerOf(text);
@@ -156,6 +156,11 @@ describe('derived data (term stats, fingerprints)', () => {
     view.setUint32(8 * 4, view.getUint32(9 * 4, true), true);
     view.setUint32(9 * 4, keys, true);
     expect(decodeAnalysis(swapped, owner)).toBeUndefined();
+    // One more shingle than counted (word 3): a value no structural check can tell from the right one.
+    const shingles = encodeAnalysis(a, owner).slice();
+    const sv = new DataView(shingles.buffer);
+    sv.setUint32(3 * 4, sv.getUint32(3 * 4, true) + 1, true);
+    expect(decodeAnalysis(shingles, owner)).toBeUndefined();
   });
 
   it('is not computed until scores are read, and scores read once at the end equal those read after every append', () => {
@@ -222,7 +227,7 @@ const GOLDEN_TEXT = [
  * split, stop words, term hashing, shingles, MinHash) or to the encoding must bump the version;
  * this pin makes a change that forgets to fail.
  */
-const GOLDEN = { version: 5, sha256: '7875cb25eb1920f3d6f22d3c77b41b77cdadda69913592e64e17fce0507431f2' };
+const GOLDEN = { version: 6, sha256: 'da62b1d7f74933b27c251e5e9e6a21a515e27654c4965f04556b5dff2df6253f' };
 
 describe('derivation golden', () => {
   it('a fixed text derives and encodes to pinned bytes; a change must bump DERIVATION_VERSION', () => {
