@@ -9,6 +9,7 @@ import { SharedBins, similarity, type DensityFeatures } from './density.js';
 
 import { analyseFragmentText, forgetTextKeys, MIN_CACHED_TEXT_CHARS, noteTextKeys, type DerivedDataCache, type TextAnalysis } from './derived.js';
 import {
+  analysisPartsOf,
   buildEntry,
   computeFeatures,
   deriveFragment,
@@ -170,7 +171,7 @@ export class LiveContext {
       const text = texts[i] as string;
       let analysis = known.get(i);
       if (!analysis) {
-        analysis = analyseFragmentText(text);
+        analysis = analyseFragmentText(text, analysisPartsOf(f));
         if (known.has(i)) fresh.push({ text, analysis });
       }
       deriveFragment(f, analysis, this.index);

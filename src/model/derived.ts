@@ -37,12 +37,13 @@ export interface TextAnalysis {
   readonly features: DensityFeatures;
   /**
    * `contentTermKeys` of the text (the planner's reference index reads them for every message of
-   * a session), for texts of at most TERM_KEY_CHARS chars; undefined for longer ones.
+   * a session), for texts of at most TERM_KEY_CHARS chars when asked for (`AnalysisParts`);
+   * else undefined.
    */
   readonly termKeys: Float64Array | undefined;
   /**
    * `lineHashes` of the text (the redundant-output detector compares tool outputs by them), for
-   * texts of at most MAX_ANALYSED_CHARS chars; undefined for longer ones.
+   * texts of at most MAX_ANALYSED_CHARS chars when asked for (`AnalysisParts`); else undefined.
    */
   readonly lineHashes: Float64Array | undefined;
 }
@@ -61,16 +62,29 @@ export interface DerivedDataCache {
 /** Texts shorter than this are analysed without a cache lookup: cheaper than a round trip, and not worth a stored row. */
 export const MIN_CACHED_TEXT_CHARS = 128;
 
-/** Analyses one fragment's text (one pass over its words). */
-export function analyseFragmentText(text: string): TextAnalysis {
+/** Which optional parts of an analysis to compute: those the fragment's readers use. */
+export interface AnalysisParts {
+  readonly termKeys: boolean;
+  readonly lineHashes: boolean;
+}
+
+/** Every optional part. */
+export const ALL_ANALYSIS_PARTS: AnalysisParts = Object.freeze({ termKeys: true, lineHashes: true });
+
+/**
+ * Analyses one fragment's text (one pass over its words); the optional parts only when `parts`
+ * asks for them (a text first analysed without a part gives none from the cache later: its
+ * reader then works it out itself).
+ */
+export function analyseFragmentText(text: string, parts: AnalysisParts = ALL_ANALYSIS_PARTS): TextAnalysis {
   const { stats, shingles } = analyseText(text);
   const hashes = new Float64Array(stats.terms.length);
   for (let i = 0; i < hashes.length; i++) hashes[i] = hash52(stats.terms[i] as string);
   return {
     stats: { hashes, counts: stats.counts, length: stats.length },
     features: featuresOfShingles(shingles),
-    termKeys: text.length <= TERM_KEY_CHARS ? contentTermKeys(text) : undefined,
-    lineHashes: text.length <= MAX_ANALYSED_CHARS ? lineHashes(text) : undefined,
+    termKeys: parts.termKeys && text.length <= TERM_KEY_CHARS ? contentTermKeys(text) : undefined,
+    lineHashes: parts.lineHashes && text.length <= MAX_ANALYSED_CHARS ? lineHashes(text) : undefined,
   };
 }
 

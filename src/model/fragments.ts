@@ -7,7 +7,7 @@ import type { Message, ToolCall } from './messages.js';
 import { mergeFeatures, type DensityFeatures } from './density.js';
 import { looksLikeStackTrace } from '../text/index.js';
 import type { TermIndex, TermVector } from './relevance.js';
-import type { TextAnalysis } from './derived.js';
+import type { AnalysisParts, TextAnalysis } from './derived.js';
 import { countTexts, countTextsMany, IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS, type TokenCountCache, type TokenCounter } from './tokens.js';
 
 export type FragmentPart = 'whole' | 'text' | 'call' | 'result';
@@ -128,6 +128,20 @@ export function fragmentText(frag: Fragment): string {
   if (frag.part === 'call' && frag.call) return `${frag.call.name} ${frag.call.arguments}`;
   if (frag.part === 'result') return message.text;
   return message.reasoning ? `${message.text}\n${message.reasoning}` : message.text;
+}
+
+const WHOLE_TEXT_PARTS: AnalysisParts = Object.freeze({ termKeys: true, lineHashes: false });
+const RESULT_PARTS: AnalysisParts = Object.freeze({ termKeys: true, lineHashes: true });
+const NO_PARTS: AnalysisParts = Object.freeze({ termKeys: false, lineHashes: false });
+
+/**
+ * The optional analysis parts a fragment's readers use: the content-term keys of a message's
+ * whole text (a message without calls or reasoning, a tool result), the line hashes of a tool
+ * result. A call's or a text-and-reasoning fragment's text is no message's whole text: neither.
+ */
+export function analysisPartsOf(frag: Fragment): AnalysisParts {
+  if (frag.part === 'result') return RESULT_PARTS;
+  return frag.part === 'whole' && !frag.entry.message.reasoning ? WHOLE_TEXT_PARTS : NO_PARTS;
 }
 
 /** Gives a fragment its derived data, its terms interned in the session's `terms`. */

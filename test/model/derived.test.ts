@@ -90,6 +90,18 @@ describe('derived data (term stats, fingerprints)', () => {
     };
     const keyed = check(first);
     expect(keyed).toBeGreaterThan(20);
+    // Stored rows hold the optional parts only for texts that are some message's whole text:
+    // term keys for a message without calls or reasoning or a tool result, line hashes for a tool result.
+    const wholeTexts = new Map<string, string>();
+    for (const m of first.messages()) if (!m.reasoning && !(m.role === 'assistant' && m.toolCalls?.length)) wholeTexts.set(m.text, m.role);
+    let calls = 0;
+    for (const [text, row] of cache.rows) {
+      const a = decodeAnalysis(row, ownerOf(text));
+      const role = wholeTexts.get(text);
+      expect([a?.termKeys !== undefined, a?.lineHashes !== undefined], text.slice(0, 60)).toEqual([role !== undefined, role === 'tool']);
+      if (role === undefined) calls++;
+    }
+    expect(calls).toBeGreaterThan(0);
     cache.found = 0;
     const again = build(events, cache);
     again.sections();
@@ -193,7 +205,11 @@ describe('derived data (term stats, fingerprints)', () => {
     const [text] = [...cache.rows.keys()];
     cache.rows.set(text as string, new Uint8Array(12));
     expect(build(session.events, cache).sections()).toEqual(fromScratch);
-    expect(decodeAnalysis(cache.rows.get(text as string) as Uint8Array, ownerOf(text as string))).toEqual(analyseFragmentText(text as string));
+    const recomputed = decodeAnalysis(cache.rows.get(text as string) as Uint8Array, ownerOf(text as string));
+    const full = analyseFragmentText(text as string);
+    expect([recomputed?.stats, recomputed?.features]).toEqual([full.stats, full.features]);
+    // the optional parts as the fragment's readers asked for them: each absent or exact
+    for (const part of ['termKeys', 'lineHashes'] as const) if (recomputed?.[part]) expect(recomputed[part]).toEqual(full[part]);
   });
 
   it('dropped under memory pressure and derived again: same scores, and appends after it still count', () => {
