@@ -4,7 +4,7 @@
  * lives only in an old tool output survives when a later turn refers to it by name.
  */
 import type { Message } from '../model/messages.js';
-import { derivedTextKeys, TERM_KEY_CHARS } from '../model/index.js';
+import { derivedDigestOf, TERM_KEY_CHARS } from '../model/index.js';
 import { memoMessage } from './memo.js';
 import { textOf } from './detectors/util.js';
 import { contentTermKey, contentTermKeys, contentTerms, isIdentifierLikeKey } from '../text/index.js';
@@ -31,7 +31,7 @@ function textOnly(m: Message): boolean {
  * for the messages a summary is written from (`messageTerms`).
  */
 function textKeysOf(m: Message): Float64Array {
-  return derivedTextKeys(m)?.termKeys ?? memoMessage(m, 'text-term-keys', (x) => contentTermKeys(x.text));
+  return derivedDigestOf(m)?.termKeys ?? memoMessage(m, 'text-term-keys', (x) => contentTermKeys(x.text));
 }
 
 /** Term keys of what a message's user/assistant text or tool arguments mention (none for tool results). */
@@ -97,7 +97,7 @@ interface KeyTermEntry {
 /**
  * Per-term references of a message list: each term has a slot (`slots`), and the slot's last
  * referencing message and document frequency live in two typed arrays (-1: never referenced)
- * — one map lookup per term occurrence instead of two, and no boxed numbers in maps.
+ * — one map lookup per term occurrence instead of two, and no counts boxed in maps.
  */
 class TermRefs {
   readonly slots: Map<number, number>;

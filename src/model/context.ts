@@ -7,7 +7,7 @@ import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
 import { SharedBins, similarity, type DensityFeatures } from './density.js';
 
-import { analyseFragmentText, forgetTextKeys, MIN_CACHED_TEXT_CHARS, noteTextKeys, type DerivedDataCache, type TextAnalysis } from './derived.js';
+import { analyseFragmentText, forgetDigest, MIN_CACHED_TEXT_CHARS, noteDigest, type DerivedDataCache, type TextAnalysis } from './derived.js';
 import {
   analysisPartsOf,
   buildEntry,
@@ -139,7 +139,7 @@ export class LiveContext {
   dropDerived(): void {
     if (!this.derived) return;
     for (const e of this.entries) {
-      forgetTextKeys(e.message);
+      forgetDigest(e.message);
       for (const f of e.frags) {
         f.stats = undefined;
         f.features = undefined;
@@ -175,7 +175,7 @@ export class LiveContext {
         if (known.has(i)) fresh.push({ text, analysis });
       }
       deriveFragment(f, analysis, this.index);
-      noteTextKeys(f.entry.message, text, analysis);
+      noteDigest(f.entry.message, text, analysis);
     });
     if (fresh.length > 0) this.derivedCache?.setMany(fresh);
   }

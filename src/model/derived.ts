@@ -88,8 +88,11 @@ export function analyseFragmentText(text: string, parts: AnalysisParts = ALL_ANA
   };
 }
 
-/** What the planner reads of a message's whole text, kept from its fragment's derived data. */
-export interface MessageTextKeys {
+/**
+ * A digest of a message's whole text: what the planner reads of every message (its content-term
+ * keys, and a tool result's line hashes), kept from its fragment's derived data.
+ */
+export interface TextDigest {
   /** `contentTermKeys(m.text)`, when the analysis had them. */
   readonly termKeys: Float64Array | undefined;
   /** `lineHashes(m.text)` of a tool result, when the analysis had them. */
@@ -97,31 +100,31 @@ export interface MessageTextKeys {
 }
 
 /**
- * The text keys of messages whose whole text is one derived fragment (a message of text alone,
- * or a tool result): read from the derived-data cache on a cold plan, so the planner does not
- * scan every message's text again. Only these two arrays are kept, not the whole analysis.
+ * The digests of messages whose whole text is one derived fragment (a message of text alone, or
+ * a tool result): read from the derived-data cache on a cold plan, so the planner does not scan
+ * every message's text again. Only the digest's two arrays are kept, not the whole analysis.
  */
-const keysByMessage = new WeakMap<Message, MessageTextKeys>();
+const digestByMessage = new WeakMap<Message, TextDigest>();
 
-/** The keys of `m.text` when a scoring pass derived them with `m`'s fragment, else undefined. */
-export function derivedTextKeys(m: Message): MessageTextKeys | undefined {
-  return keysByMessage.get(m);
+/** The digest of `m.text` when a scoring pass derived it with `m`'s fragment, else undefined. */
+export function derivedDigestOf(m: Message): TextDigest | undefined {
+  return digestByMessage.get(m);
 }
 
 /**
- * Records what `derivedTextKeys` gives for `m` when its fragment's text is `m.text` alone (no
+ * Records what `derivedDigestOf` gives for `m` when its fragment's text is `m.text` alone (no
  * reasoning joined to it). Line hashes are kept for tool results only: no other message's
  * lines are compared.
  */
-export function noteTextKeys(m: Message, fragmentText: string, analysis: TextAnalysis): void {
+export function noteDigest(m: Message, fragmentText: string, analysis: TextAnalysis): void {
   const termKeys = analysis.termKeys;
   const lines = m.role === 'tool' ? analysis.lineHashes : undefined;
-  if ((termKeys || lines) && fragmentText === m.text) keysByMessage.set(m, { termKeys, lineHashes: lines });
+  if ((termKeys || lines) && fragmentText === m.text) digestByMessage.set(m, { termKeys, lineHashes: lines });
 }
 
-/** Forgets `m`'s keys (its derived data was dropped). */
-export function forgetTextKeys(m: Message): void {
-  keysByMessage.delete(m);
+/** Forgets `m`'s digest (its derived data was dropped). */
+export function forgetDigest(m: Message): void {
+  digestByMessage.delete(m);
 }
 
 /**

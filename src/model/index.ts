@@ -13,8 +13,8 @@ export type { ScoreInput } from './score.js';
 export { recencyWeight, DEFAULT_HALF_LIFE_TURNS, DEFAULT_HALF_LIFE_SECONDS } from './recency.js';
 export { DENSITY_FLOOR, densityFeatures, similarity, densityOf } from './density.js';
 export type { DensityFeatures } from './density.js';
-export { DERIVATION_VERSION, TERM_KEY_CHARS, analyseFragmentText, derivedTextKeys, encodeAnalysis, decodeAnalysis } from './derived.js';
-export type { DerivedDataCache, MessageTextKeys, TextAnalysis, TextOwner } from './derived.js';
+export { DERIVATION_VERSION, TERM_KEY_CHARS, analyseFragmentText, derivedDigestOf, encodeAnalysis, decodeAnalysis } from './derived.js';
+export type { DerivedDataCache, TextDigest, TextAnalysis, TextOwner } from './derived.js';
 export { RELEVANCE_FLOOR, GOAL_TERM_WEIGHT, ANCHOR_TERM_WEIGHT } from './relevance.js';
 export {
   LARGE_TOOL_OUTPUT_TOKENS,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, derivedTextKeys, encodeAnalysis, SessionModel, TERM_KEY_CHARS, type DerivedDataCache, type TextAnalysis, type TextOwner } from '../../src/model/index.js';
+import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, derivedDigestOf, encodeAnalysis, SessionModel, TERM_KEY_CHARS, type DerivedDataCache, type TextAnalysis, type TextOwner } from '../../src/model/index.js';
 import { MIN_CACHED_TEXT_CHARS } from '../../src/model/derived.js';
 import { generateSession } from '../../src/bench/retention.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
@@ -72,12 +72,12 @@ describe('derived data (term stats, fingerprints)', () => {
     const withReasoning: TranscriptEvent = { type: 'message', message: { id: 'r', role: 'assistant', text: 'Pool size set to 8 in config.ts.', reasoning: 'The pool_size default of 4 is too small.' } };
     const events = [...session.events, withReasoning];
     const first = build(events, cache);
-    expect(first.messages().every((m) => derivedTextKeys(m) === undefined)).toBe(true); // nothing derived yet
+    expect(first.messages().every((m) => derivedDigestOf(m) === undefined)).toBe(true); // nothing derived yet
     first.sections();
     const check = (model: SessionModel): number => {
       let keyed = 0;
       for (const m of model.messages()) {
-        const keys = derivedTextKeys(m);
+        const keys = derivedDigestOf(m);
         if (m.reasoning || (m.role === 'assistant' && m.toolCalls?.length)) {
           if (m.reasoning) expect(keys).toBeUndefined();
           continue;
@@ -108,7 +108,7 @@ describe('derived data (term stats, fingerprints)', () => {
     expect(cache.found).toBeGreaterThan(20);
     expect(check(again)).toBe(keyed);
     again.dropDerived();
-    expect(again.messages().every((m) => derivedTextKeys(m) === undefined)).toBe(true);
+    expect(again.messages().every((m) => derivedDigestOf(m) === undefined)).toBe(true);
   });
 
   it('decodes a row wherever its bytes sit: a Buffer inside a larger pool, at any offset', () => {

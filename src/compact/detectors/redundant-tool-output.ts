@@ -8,7 +8,7 @@
 import type { Message } from '../../model/messages.js';
 import type { Section } from '../../model/types.js';
 import { toolAction } from '../../model/toolargs.js';
-import { derivedTextKeys } from '../../model/index.js';
+import { derivedDigestOf } from '../../model/index.js';
 import { hash52, lineHashes, lineSet } from '../../text/index.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList, memoMessage } from '../memo.js';
@@ -38,8 +38,9 @@ type LineHashes = Float64Array;
 
 /**
  * Tool and invocation key of a section with a call and some output (null otherwise). Its
- * line set is left to `linesOf`: only outputs with a same-key neighbour are ever compared,
- * so an output called once is not split into lines at all.
+ * line set is left to `linesOf`: only outputs with a same-key neighbour are ever compared.
+ * (A tool result's line hashes come with its derived data; one without them is hashed only
+ * when first compared.)
  */
 type Shape = { readonly tool: string; readonly key: string } | null;
 
@@ -52,7 +53,7 @@ function sortedDistinct(values: Float64Array): LineHashes {
 
 /** Line hashes of a message's text (tool results): from its derived data when that has them, else worked out once per message. */
 function messageLines(m: Message): LineHashes {
-  return derivedTextKeys(m)?.lineHashes ?? memoMessage(m, 'line-hashes', (x) => lineHashes(x.text));
+  return derivedDigestOf(m)?.lineHashes ?? memoMessage(m, 'line-hashes', (x) => lineHashes(x.text));
 }
 
 function hasHash(sorted: LineHashes, h: number): boolean {
