@@ -26,7 +26,7 @@ function textOnly(m: Message): boolean {
 
 /**
  * The references below are kept by term key (`contentTermKey`), not by term string: a cold
- * plan reads every message of the session into them, and a sorted array of numbers per
+ * plan reads every message of the session into them, and an array of numbers per
  * message costs a fraction of a Set of strings to make and to keep. Term strings are made only
  * for the messages a summary is written from (`messageTerms`).
  */
