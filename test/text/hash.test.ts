@@ -25,3 +25,27 @@ describe('textLanes', () => {
     expect(lanesOf(['same text,', 'built twice'].join(' '))).toBe(lanesOf(t));
   });
 });
+
+describe('textLanes mixing (two units a step)', () => {
+  it("every lane's low 16 bits depend on every unit, not only on each pair's second unit", () => {
+    // Lane 0 is FNV-1a (xor, multiply: carries only move up), so the first unit of a pair,
+    // packed into the word's high 16 bits, never reaches the lane's low 16 bits — the store
+    // key's bits 21-36 — and a bit-15 change of two such units cancels in lane 0 entirely.
+    const out = new Uint32Array(3);
+    const low = [new Set<number>(), new Set<number>(), new Set<number>()];
+    for (let i = 0; i < 2000; i++) {
+      let t = '';
+      for (const d of String(i).padStart(6, '0')) t += `${d}y`; // only the even-indexed units vary
+      textLanes(t, out);
+      for (let k = 0; k < 3; k++) low[k]?.add((out[k] as number) & 0xffff);
+    }
+    expect(low.map((s) => s.size > 1900)).toEqual([true, true, true]);
+    const base = 'The retry loop in pool.ts reads config.max_retries';
+    const flipped = [...base].map((c, i) => (i === 2 || i === 10 ? String.fromCharCode(c.charCodeAt(0) ^ 0x8000) : c)).join('');
+    const a = new Uint32Array(3);
+    const b = new Uint32Array(3);
+    textLanes(base, a);
+    textLanes(flipped, b);
+    expect(a[0]).not.toBe(b[0]);
+  });
+});
