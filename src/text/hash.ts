@@ -71,6 +71,9 @@ export function textLanes(s: string, out: Uint32Array): void {
   for (let i = 0; i < n; i += 2) {
     const ch = i + 1 < n ? (s.charCodeAt(i) << 16) | s.charCodeAt(i + 1) : s.charCodeAt(i);
     a = Math.imul(a ^ ch, FNV32_PRIME);
+    // a multiply carries bits only upward: without this shift lane a's low 16 bits would never
+    // see a pair's first unit (the value's high half)
+    a ^= a >>> 15;
     b = Math.imul(b ^ ch, 0x5bd1e995);
     b ^= b >>> 13;
     c = Math.imul(c ^ ch, 0x27d4eb2f);
