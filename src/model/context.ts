@@ -7,7 +7,7 @@ import type { Message } from './messages.js';
 import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
 import { SharedBins, similarity, type DensityFeatures } from './density.js';
 
-import { analyseFragmentText, forgetDigest, MIN_CACHED_TEXT_CHARS, noteDigest, type DerivedDataCache, type TextAnalysis } from './derived.js';
+import { analyseFragmentText, forgetDigest, MIN_CACHED_TEXT_CHARS, noteDigest, withParts, type DerivedDataCache, type TextAnalysis } from './derived.js';
 import {
   analysisPartsOf,
   buildEntry,
@@ -166,18 +166,19 @@ export class LiveContext {
     const asked = this.derivedCache ? texts.flatMap((t, i) => (t.length >= MIN_CACHED_TEXT_CHARS ? [i] : [])) : [];
     const hits = asked.length > 0 ? (this.derivedCache?.getMany(asked.map((i) => texts[i] as string)) ?? []) : [];
     const known = new Map<number, TextAnalysis | undefined>(asked.map((i, k) => [i, hits[k]]));
-    const fresh: { text: string; analysis: TextAnalysis }[] = [];
+    // What to write back, by text: a text met twice (two fragments, maybe wanting different
+    // optional parts) is analysed once and written once, with every part either wanted.
+    const fresh = new Map<string, TextAnalysis>();
     frags.forEach((f, i) => {
       const text = texts[i] as string;
-      let analysis = known.get(i);
-      if (!analysis) {
-        analysis = analyseFragmentText(text, analysisPartsOf(f));
-        if (known.has(i)) fresh.push({ text, analysis });
-      }
+      const parts = analysisPartsOf(f);
+      const had = fresh.get(text) ?? known.get(i);
+      const analysis = had ? withParts(had, text, parts) : analyseFragmentText(text, parts);
+      if (analysis !== had && known.has(i)) fresh.set(text, analysis);
       deriveFragment(f, analysis, this.index);
       noteDigest(f.entry.message, text, analysis);
     });
-    if (fresh.length > 0) this.derivedCache?.setMany(fresh);
+    if (fresh.size > 0) this.derivedCache?.setMany([...fresh].map(([text, analysis]) => ({ text, analysis })));
   }
 
   /**

@@ -71,21 +71,25 @@ export interface AnalysisParts {
 /** Every optional part. */
 export const ALL_ANALYSIS_PARTS: AnalysisParts = Object.freeze({ termKeys: true, lineHashes: true });
 
-/**
- * Analyses one fragment's text (one pass over its words); the optional parts only when `parts`
- * asks for them (a text first analysed without a part gives none from the cache later: its
- * reader then works it out itself).
- */
+/** Analyses one fragment's text (one pass over its words); the optional parts only when `parts` asks for them. */
 export function analyseFragmentText(text: string, parts: AnalysisParts = ALL_ANALYSIS_PARTS): TextAnalysis {
   const { stats, shingles } = analyseText(text);
   const hashes = new Float64Array(stats.terms.length);
   for (let i = 0; i < hashes.length; i++) hashes[i] = hash52(stats.terms[i] as string);
-  return {
-    stats: { hashes, counts: stats.counts, length: stats.length },
-    features: featuresOfShingles(shingles),
-    termKeys: parts.termKeys && text.length <= TERM_KEY_CHARS ? contentTermKeys(text) : undefined,
-    lineHashes: parts.lineHashes && text.length <= MAX_ANALYSED_CHARS ? lineHashes(text) : undefined,
-  };
+  const base = { stats: { hashes, counts: stats.counts, length: stats.length }, features: featuresOfShingles(shingles), termKeys: undefined, lineHashes: undefined };
+  return withParts(base, text, parts);
+}
+
+/**
+ * `analysis` (of `text`) with the optional parts `parts` asks for and it lacks worked out;
+ * itself when it lacks none. A text stored without a part (first analysed for a fragment whose
+ * readers did not need it) gets it when a fragment that does reads the row.
+ */
+export function withParts(analysis: TextAnalysis, text: string, parts: AnalysisParts): TextAnalysis {
+  const keys = parts.termKeys && !analysis.termKeys && text.length <= TERM_KEY_CHARS;
+  const lines = parts.lineHashes && !analysis.lineHashes && text.length <= MAX_ANALYSED_CHARS;
+  if (!keys && !lines) return analysis;
+  return { ...analysis, termKeys: keys ? contentTermKeys(text) : analysis.termKeys, lineHashes: lines ? lineHashes(text) : analysis.lineHashes };
 }
 
 /**

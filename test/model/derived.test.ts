@@ -111,6 +111,28 @@ describe('derived data (term stats, fingerprints)', () => {
     expect(again.messages().every((m) => derivedDigestOf(m) === undefined)).toBe(true);
   });
 
+  it('a text stored without a part a later fragment needs gets it written back; a text met twice in one pass is written once, with both', () => {
+    const text = `pool_size = 8 in config.ts\n${'Retrying the pool connection after a timeout. '.repeat(4)}\nsecond line`;
+    const user: TranscriptEvent = { type: 'message', message: { id: 'u', role: 'user', text } };
+    const call: TranscriptEvent = { type: 'message', message: { id: 'a', role: 'assistant', text: '', toolCalls: [{ id: 'c1', name: 'read', arguments: '{"path":"notes.txt"}' }] } };
+    const result: TranscriptEvent = { type: 'message', message: { id: 't', role: 'tool', toolCallId: 'c1', text } };
+    const stored = (cache: MapCache): TextAnalysis | undefined => decodeAnalysis(cache.rows.get(text) as Uint8Array, ownerOf(text));
+    // the user message first, alone: its row has the term keys, no line hashes (no reader wants them)
+    const cache = new MapCache();
+    build([user], cache).sections();
+    expect([stored(cache)?.termKeys, stored(cache)?.lineHashes]).toEqual([contentTermKeys(text), undefined]);
+    // a later tool result of the same text reads that row, works the line hashes out and writes them back
+    const later = build([call, result], cache);
+    later.sections();
+    expect(stored(cache)?.lineHashes).toEqual(lineHashes(text));
+    const tool = later.messages().find((m) => m.role === 'tool');
+    expect(tool && derivedDigestOf(tool)?.lineHashes).toEqual(lineHashes(text));
+    // both in one pass: one row, with both parts
+    const both = new MapCache();
+    build([user, call, result], both).sections();
+    expect([stored(both)?.termKeys, stored(both)?.lineHashes]).toEqual([contentTermKeys(text), lineHashes(text)]);
+  });
+
   it('decodes a row wherever its bytes sit: a Buffer inside a larger pool, at any offset', () => {
     const text = 'ünïcode wörds and src/model/index.ts, config.max_retries = 3 '.repeat(8);
     const a = analyseFragmentText(text);
