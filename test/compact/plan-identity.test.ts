@@ -7,12 +7,14 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { SessionModel } from '../../src/model/index.js';
+import { decodeAnalysis, derivedDigestOf, encodeAnalysis, SessionModel, type DerivedDataCache, type TextAnalysis } from '../../src/model/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { applyPlan, planCompaction, SummaryCache, type Plan } from '../../src/compact/index.js';
 import { generateSession } from '../../src/bench/retention.js';
 import { generatedTranscript } from '../../src/bench/transcripts.js';
 import { TranscriptDecoder } from '../../src/ingest/decoder.js';
+import type { TranscriptEvent } from '../../src/model/messages.js';
+import { fnv1a32 } from '../../src/text/index.js';
 
 const counter = createTokenCounter();
 
@@ -34,7 +36,55 @@ function digest(lines: readonly string[]): string {
   return `${lines.length} lines, sha256 ${createHash('sha256').update(lines.join('\n')).digest('hex')}`;
 }
 
+/** Derived data kept as encoded rows, as the daemon's SQLite cache keeps it (decoded on every read). */
+class RowCache implements DerivedDataCache {
+  readonly rows = new Map<string, Uint8Array>();
+  found = 0;
+  getMany(texts: readonly string[]): (TextAnalysis | undefined)[] {
+    return texts.map((t) => {
+      const row = this.rows.get(t);
+      const a = row ? decodeAnalysis(row, { chars: t.length, check: fnv1a32(t) }) : undefined;
+      if (a) this.found++;
+      return a;
+    });
+  }
+  setMany(entries: readonly { text: string; analysis: TextAnalysis }[]): void {
+    for (const { text, analysis } of entries) this.rows.set(text, encodeAnalysis(analysis, { chars: text.length, check: fnv1a32(text) }));
+  }
+}
+
+/**
+ * The cold plan of `events` made from scratch, and the one a restarted daemon makes: a model of
+ * fresh message objects whose derived data (term keys and line hashes among it) is read back
+ * from rows an earlier plan stored.
+ */
+async function coldPlans(events: readonly TranscriptEvent[], sessionId: string, budgetTokens: number): Promise<{ scratch: string; restarted: string; rowsRead: number; digests: number }> {
+  const build = (derivedCache?: DerivedDataCache): SessionModel => {
+    const m = new SessionModel({ sessionId, tokenCounter: counter, budgetTokens, ...(derivedCache ? { derivedCache } : {}) });
+    m.applyAll(structuredClone(events));
+    return m;
+  };
+  const plan = async (m: SessionModel): Promise<string> => digest(planLines(await planCompaction(m, { mode: 'reserve', tokenCounter: counter, cache: new SummaryCache() })));
+  const scratch = await plan(build());
+  const rows = new RowCache();
+  await plan(build(rows));
+  const restarted = build(rows);
+  const restartedPlan = await plan(restarted);
+  return { scratch, restarted: restartedPlan, rowsRead: rows.found, digests: restarted.messages().filter((m) => derivedDigestOf(m) !== undefined).length };
+}
+
 describe('scores and plans are pinned', () => {
+  it('a cold plan made from stored derived data (after a restart) is the plan made from scratch', async () => {
+    const g = generateSession(4242, 137);
+    const demo = new TranscriptDecoder().push(generatedTranscript(7, 30));
+    for (const [events, id, budget] of [[g.events, g.sessionId, 200_000], [demo, 'demo', 60_000]] as const) {
+      const { scratch, restarted, rowsRead, digests } = await coldPlans(events, id, budget);
+      expect(restarted).toBe(scratch);
+      expect(rowsRead).toBeGreaterThan(20);
+      expect(digests).toBeGreaterThan(20);
+    }
+  });
+
   it('a generated 200k-token session: sections, a cold plan, a re-plan after one line, after an edit and a truncate', async () => {
     const g = generateSession(4242, 137);
     const model = new SessionModel({ sessionId: g.sessionId, tokenCounter: counter, budgetTokens: 200_000 });
