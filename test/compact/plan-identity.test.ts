@@ -7,14 +7,14 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decodeAnalysis, derivedDigestOf, encodeAnalysis, SessionModel, type DerivedDataCache, type TextAnalysis } from '../../src/model/index.js';
+import { derivedDigestOf, SessionModel, type DerivedDataCache } from '../../src/model/index.js';
+import { MapCache } from '../model/helpers.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { applyPlan, planCompaction, SummaryCache, type Plan } from '../../src/compact/index.js';
 import { generateSession } from '../../src/bench/retention.js';
 import { generatedTranscript } from '../../src/bench/transcripts.js';
 import { TranscriptDecoder } from '../../src/ingest/decoder.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
-import { fnv1a32 } from '../../src/text/index.js';
 
 const counter = createTokenCounter();
 
@@ -36,23 +36,6 @@ function digest(lines: readonly string[]): string {
   return `${lines.length} lines, sha256 ${createHash('sha256').update(lines.join('\n')).digest('hex')}`;
 }
 
-/** Derived data kept as encoded rows, as the daemon's SQLite cache keeps it (decoded on every read). */
-class RowCache implements DerivedDataCache {
-  readonly rows = new Map<string, Uint8Array>();
-  found = 0;
-  getMany(texts: readonly string[]): (TextAnalysis | undefined)[] {
-    return texts.map((t) => {
-      const row = this.rows.get(t);
-      const a = row ? decodeAnalysis(row, { chars: t.length, check: fnv1a32(t) }) : undefined;
-      if (a) this.found++;
-      return a;
-    });
-  }
-  setMany(entries: readonly { text: string; analysis: TextAnalysis }[]): void {
-    for (const { text, analysis } of entries) this.rows.set(text, encodeAnalysis(analysis, { chars: text.length, check: fnv1a32(text) }));
-  }
-}
-
 /**
  * The cold plan of `events` made from scratch, and the one a restarted daemon makes: a model of
  * fresh message objects whose derived data (term keys and line hashes among it) is read back
@@ -66,7 +49,7 @@ async function coldPlans(events: readonly TranscriptEvent[], sessionId: string, 
   };
   const plan = async (m: SessionModel): Promise<string> => digest(planLines(await planCompaction(m, { mode: 'reserve', tokenCounter: counter, cache: new SummaryCache() })));
   const scratch = await plan(build());
-  const rows = new RowCache();
+  const rows = new MapCache();
   await plan(build(rows));
   const restarted = build(rows);
   const restartedPlan = await plan(restarted);

@@ -1,39 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, derivedDigestOf, encodeAnalysis, SessionModel, TERM_KEY_CHARS, type DerivedDataCache, type TextAnalysis, type TextOwner } from '../../src/model/index.js';
+import { analyseFragmentText, decodeAnalysis, DERIVATION_VERSION, derivedDigestOf, encodeAnalysis, SessionModel, TERM_KEY_CHARS, type DerivedDataCache, type TextAnalysis } from '../../src/model/index.js';
 import { MIN_CACHED_TEXT_CHARS } from '../../src/model/derived.js';
 import { generateSession } from '../../src/bench/retention.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { TermIndex } from '../../src/model/relevance.js';
-import { contentTermKeys, fnv1a32, lineHashes, MAX_ANALYSED_CHARS } from '../../src/text/index.js';
+import { contentTermKeys, lineHashes, MAX_ANALYSED_CHARS } from '../../src/text/index.js';
+import { MapCache, ownerOf } from './helpers.js';
 
-/** What a row records of its text (the daemon's cache uses an independent lane of its key hash; any stable hash fits here). */
-const ownerOf = (text: string): TextOwner => ({ chars: text.length, check: fnv1a32(text) });
 
 const counter = createTokenCounter();
 
 /** Where a row's term counts start (u32 words): the header's 10 words and the 64 signature slots. */
 const COUNTS_WORD = 74;
 
-/** An in-memory DerivedDataCache (the model's side of the contract; the SQLite one is tested in test/daemon). */
-class MapCache implements DerivedDataCache {
-  readonly rows = new Map<string, Uint8Array>();
-  asked = 0;
-  found = 0;
-  getMany(texts: readonly string[]): (TextAnalysis | undefined)[] {
-    this.asked += texts.length;
-    return texts.map((t) => {
-      const b = this.rows.get(t);
-      const a = b ? decodeAnalysis(b, ownerOf(t)) : undefined;
-      if (a) this.found++;
-      return a;
-    });
-  }
-  setMany(entries: readonly { text: string; analysis: TextAnalysis }[]): void {
-    for (const { text, analysis } of entries) this.rows.set(text, encodeAnalysis(analysis, ownerOf(text)));
-  }
-}
 
 function build(events: readonly TranscriptEvent[], derivedCache?: DerivedDataCache): SessionModel {
   const m = new SessionModel({ sessionId: 'd', tokenCounter: counter, budgetTokens: 200_000, ...(derivedCache ? { derivedCache } : {}) });

@@ -1,5 +1,6 @@
 import type { Message, ToolCall, TranscriptEvent } from '../../src/model/messages.js';
-import { createTokenCounter, type TokenCounter } from '../../src/model/index.js';
+import { createTokenCounter, decodeAnalysis, encodeAnalysis, type DerivedDataCache, type TextAnalysis, type TextOwner, type TokenCounter } from '../../src/model/index.js';
+import { fnv1a32 } from '../../src/text/index.js';
 
 export function msg(m: Partial<Message> & Pick<Message, 'id' | 'role'>): TranscriptEvent {
   return { type: 'message', message: { text: '', ...m } };
@@ -42,4 +43,29 @@ export function prose(seed: number, n = 60): string {
     out.push(vocab[x % vocab.length] as string);
   }
   return out.join(' ');
+}
+
+/** What a derived-data row records of its text (the daemon's cache uses an independent lane of its key hash; any stable hash fits here). */
+export const ownerOf = (text: string): TextOwner => ({ chars: text.length, check: fnv1a32(text) });
+
+/**
+ * An in-memory DerivedDataCache that keeps encoded rows and decodes them on every read, as the
+ * daemon's SQLite cache does (that one is tested in test/daemon); counts texts asked and found.
+ */
+export class MapCache implements DerivedDataCache {
+  readonly rows = new Map<string, Uint8Array>();
+  asked = 0;
+  found = 0;
+  getMany(texts: readonly string[]): (TextAnalysis | undefined)[] {
+    this.asked += texts.length;
+    return texts.map((t) => {
+      const b = this.rows.get(t);
+      const a = b ? decodeAnalysis(b, ownerOf(t)) : undefined;
+      if (a) this.found++;
+      return a;
+    });
+  }
+  setMany(entries: readonly { text: string; analysis: TextAnalysis }[]): void {
+    for (const { text, analysis } of entries) this.rows.set(text, encodeAnalysis(analysis, ownerOf(text)));
+  }
 }
