@@ -33,6 +33,14 @@ export function hash52(s: string): number {
     a = Math.imul(a ^ c, FNV32_PRIME);
     b = Math.imul(b ^ c, FNV32_PRIME);
   }
+  return hash52Of(a, b);
+}
+
+/**
+ * The 52-bit value of `hash52`'s two lanes (the first lane's 32 bits, then the second's low
+ * 20): for the loops that hash a line or a term inline, as the characters go by.
+ */
+export function hash52Of(a: number, b: number): number {
   return (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
 }
 

@@ -3,7 +3,7 @@
  * space, empty lines left out; as strings (`lineSet`) or as their 52-bit hashes (`lineHashes`).
  */
 import { isSpaceCode } from './chars.js';
-import { FNV32_OFFSET_BASIS, FNV32_PRIME, HASH52_SECOND_BASIS } from './hash.js';
+import { FNV32_OFFSET_BASIS, FNV32_PRIME, hash52Of, HASH52_SECOND_BASIS } from './hash.js';
 
 /** Set of trimmed non-empty lines (whitespace-normalized), for near-duplicate tests. */
 export function lineSet(text: string): Set<string> {
@@ -56,7 +56,7 @@ export function lineHashes(text: string): Float64Array {
     }
     i++; // past the line break (or the end)
     if (!started) continue;
-    hashes[n++] = (a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff);
+    hashes[n++] = hash52Of(a, b);
   }
   const out = hashes.subarray(0, n).sort();
   let k = 0;

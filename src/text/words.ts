@@ -3,7 +3,7 @@
  * (BM25 term stats, template search terms and fingerprints, the planner's content terms,
  * near-duplicate shingles). No tiktoken calls happen here.
  */
-import { FNV32_OFFSET_BASIS, FNV32_PRIME, fnv1a32, hash52, HASH52_SECOND_BASIS } from './hash.js';
+import { FNV32_OFFSET_BASIS, FNV32_PRIME, fnv1a32, hash52, hash52Of, HASH52_SECOND_BASIS } from './hash.js';
 
 /** Text longer than this is only partly analysed (the head and the tail), to bound per-call cost. */
 export const MAX_ANALYSED_CHARS = 200_000;
@@ -150,23 +150,14 @@ export function contentTerms(text: string): Set<string> {
   const lower = text.toLowerCase();
   const n = lower.length;
   const seen = SEEN.begin();
-  // The scan /[a-z_$][\w$.-]{3,60}/g does, without a match object per term: at a start
-  // character, take up to 60 following word characters; with fewer than 3, move on by one.
   let at = 0;
   while (at < n) {
-    if (!isTermStart(lower.charCodeAt(at))) {
+    const end = termRunEnd(lower, at);
+    if (end < 0) {
       at++;
       continue;
     }
-    let end = at + 1;
-    const limit = Math.min(n, at + 61);
-    while (end < limit && isTermChar(lower.charCodeAt(end))) end++;
-    if (end - at < 4) {
-      at++;
-      continue;
-    }
-    let stop = end;
-    while (stop > at && (lower.charCodeAt(stop - 1) === 46 || lower.charCodeAt(stop - 1) === 45)) stop--; // trailing . and -
+    const stop = termEnd(lower, at, end);
     // A word met before in this text (kept or a stop word) is passed over without a string of its own.
     if (stop - at >= 4 && seen.firstTime(lower, at, stop)) {
       const w = lower.slice(at, stop);
@@ -178,13 +169,38 @@ export function contentTerms(text: string): Set<string> {
 }
 
 /**
+ * The scan `/[a-z_$][\w$.-]{3,60}/g` makes over a lowercased text, without a match object per
+ * term: the end of the run of term characters (at most 61) that starts at `at`, or -1 when none
+ * of 4 or more does (the scan then moves on by one). One home for both content-term readers.
+ */
+function termRunEnd(lower: string, at: number): number {
+  if (!isTermStart(lower.charCodeAt(at))) return -1;
+  let end = at + 1;
+  const limit = Math.min(lower.length, at + 61);
+  while (end < limit && isTermChar(lower.charCodeAt(end))) end++;
+  return end - at < 4 ? -1 : end;
+}
+
+/** The end of the term in the run `lower[at, end)`: its trailing `.` and `-` left out (a term is then ≥ 4 chars, or none). */
+function termEnd(lower: string, at: number, end: number): number {
+  let stop = end;
+  while (stop > at && (lower.charCodeAt(stop - 1) === 46 || lower.charCodeAt(stop - 1) === 45)) stop--;
+  return stop;
+}
+
+/**
  * A content term as a number: its `hash52`, doubled, plus 1 when the term holds `_`, `.` or a
  * digit (identifier-like, which `isIdentifierLikeKey` reads back). An exact integer below
  * 2^53. Indexes over every message of a session keep these instead of term strings; two terms
  * sharing a key (about one chance in 10^6 at 100k distinct terms) count as one.
  */
 export function contentTermKey(term: string): number {
-  return hash52(term) * 2 + (IDENTIFIER_MARK.test(term) ? 1 : 0);
+  return termKeyOf(hash52(term), IDENTIFIER_MARK.test(term));
+}
+
+/** The key of a term of hash `hash52` (the one place the identifier bit is put in). */
+function termKeyOf(hash: number, identifierLike: boolean): number {
+  return hash * 2 + (identifierLike ? 1 : 0);
 }
 
 /** Whether the term behind a `contentTermKey` holds `_`, `.` or a digit. */
@@ -198,73 +214,39 @@ const STOP_KEYS: ReadonlySet<number> = new Set([...STOPWORDS, ...FILLER].map(con
 
 /**
  * The `contentTermKey` of each term of `contentTerms(text)`, each once, in first-seen order,
- * without a string per term: the scan hashes each term's characters as it lowercases them. A cold plan
- * indexes every message of a session this way (the term strings are made only for the
+ * without a string per term: the same scan, hashing each term's characters in place. A cold
+ * plan indexes every message of a session this way (the term strings are made only for the
  * messages a summary is written from).
- *
- * Lowercasing one character at a time is what `toLowerCase` does to the whole text except for
- * the two characters whose lowercase holds an ASCII letter (U+0130 İ, U+212A Kelvin sign):
- * a text with either is read through `contentTerms` (a test checks every code point).
  */
 export function contentTermKeys(text: string): Float64Array {
-  const n = text.length;
+  const lower = text.toLowerCase();
+  const n = lower.length;
   const seen = SEEN_KEYS.begin();
   let at = 0;
   while (at < n) {
-    const first = lowerAscii(text.charCodeAt(at));
-    if (first === -1) return slowTermKeys(text);
-    if (!isTermStart(first)) {
+    const end = termRunEnd(lower, at);
+    if (end < 0) {
       at++;
       continue;
     }
-    let end = at + 1;
-    const limit = Math.min(n, at + 61);
-    while (end < limit && isTermChar(lowerAscii(text.charCodeAt(end)))) end++;
-    if (end - at < 4) {
-      at++;
-      continue;
-    }
-    let stop = end;
-    while (stop > at && (text.charCodeAt(stop - 1) === 46 || text.charCodeAt(stop - 1) === 45)) stop--; // trailing . and -
+    const stop = termEnd(lower, at, end);
     if (stop - at >= 4) {
       let a = FNV32_OFFSET_BASIS | 0; // int32 arithmetic throughout (same bits as hash52's lanes)
       let b = HASH52_SECOND_BASIS | 0;
-      let mark = 0;
+      let mark = false;
       for (let i = at; i < stop; i++) {
-        const c = lowerAscii(text.charCodeAt(i));
-        if (c === 95 || c === 46 || (c >= 48 && c <= 57)) mark = 1;
+        const c = lower.charCodeAt(i);
+        if (c === 95 || c === 46 || (c >= 48 && c <= 57)) mark = true; // what IDENTIFIER_MARK matches
         a = Math.imul(a ^ c, FNV32_PRIME);
         b = Math.imul(b ^ c, FNV32_PRIME);
       }
-      const key = ((a >>> 0) * 0x100000 + ((b >>> 0) & 0xfffff)) * 2 + mark;
+      const key = termKeyOf(hash52Of(a, b), mark);
       // the stop-word check once per distinct term (a stop word's key is kept as seen too)
       if (seen.firstTime(a, key) && STOP_KEYS.has(key)) seen.drop();
     }
     at = end;
   }
   return seen.keys();
-}
-
-/**
- * The lowercase of an ASCII char code; other chars as themselves, except -1 for the two whose
- * lowercase holds an ASCII letter (the caller then reads the text the slow way).
- */
-function lowerAscii(c: number): number {
-  if (c >= 65 && c <= 90) return c + 32;
-  if (c === 0x130 || c === 0x212a) return -1;
-  return c;
-}
-
-/** `contentTermKeys` through the term strings (texts `toLowerCase` reads differently char by char). */
-function slowTermKeys(text: string): Float64Array {
-  const out: number[] = [];
-  const keys = new Set<number>();
-  for (const t of contentTerms(text)) {
-    const k = contentTermKey(t);
-    if (!keys.has(k)) out.push(k);
-    keys.add(k);
-  }
-  return Float64Array.from(out);
 }
 
 /**
