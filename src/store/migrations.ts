@@ -18,6 +18,11 @@ function archiveIndexDeleteSql(row: string): string {
           SELECT 'delete', rowid, ${archiveBodySql(`${row}.messages`)}, ${row}.handle, ${row}.session_id FROM archive_fts WHERE handle = ${row}.handle;`;
 }
 
+/** SQL that puts the archive row `row` (`new` in a trigger) into the archive index (migrations 3 and 11). */
+function archiveIndexInsertSql(row: string): string {
+  return `INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql(`${row}.messages`)}, ${row}.handle, ${row}.session_id);`;
+}
+
 /**
  * SQL expression for the searchable text of an archive row's `messages` JSON: every message's
  * text and reasoning, tool names, and each tool call's name and arguments, newline-joined.
@@ -183,14 +188,14 @@ export const MIGRATIONS: readonly Migration[] = [
         tokenize = 'porter unicode61 remove_diacritics 2'
       );
       CREATE TRIGGER IF NOT EXISTS archive_fts_insert AFTER INSERT ON archive BEGIN
-        INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
+        ${archiveIndexInsertSql('new')}
       END;
       CREATE TRIGGER IF NOT EXISTS archive_fts_delete AFTER DELETE ON archive BEGIN
         DELETE FROM archive_fts WHERE handle = old.handle;
       END;
       CREATE TRIGGER IF NOT EXISTS archive_fts_update AFTER UPDATE OF messages, session_id ON archive BEGIN
         DELETE FROM archive_fts WHERE handle = old.handle;
-        INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
+        ${archiveIndexInsertSql('new')}
       END;
       DELETE FROM archive_fts WHERE handle NOT IN (SELECT handle FROM archive);
       INSERT INTO archive_fts (body, handle, session_id)
@@ -307,14 +312,14 @@ export const MIGRATIONS: readonly Migration[] = [
         tokenize = 'porter unicode61 remove_diacritics 2'
       );
       CREATE TRIGGER archive_fts_insert AFTER INSERT ON archive BEGIN
-        INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
+        ${archiveIndexInsertSql('new')}
       END;
       CREATE TRIGGER archive_fts_delete AFTER DELETE ON archive BEGIN
         ${archiveIndexDeleteSql('old')}
       END;
       CREATE TRIGGER archive_fts_update AFTER UPDATE OF messages, session_id ON archive BEGIN
         ${archiveIndexDeleteSql('old')}
-        INSERT INTO archive_fts (body, handle, session_id) VALUES (${archiveBodySql('new.messages')}, new.handle, new.session_id);
+        ${archiveIndexInsertSql('new')}
       END;
       INSERT INTO archive_fts (body, handle, session_id) SELECT ${archiveBodySql('a.messages')}, a.handle, a.session_id FROM archive a;
     `,
