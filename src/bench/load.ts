@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { ContextdClient, type WirePlan } from '../ipc/client.js';
 import { demoTranscript } from '../demo/transcript.js';
-import { peakRssMiB, rssMiB, startDaemonProcess, summarize } from './harness.js';
+import { peakRssMiB, round, rssMiB, startDaemonProcess, summarize } from './harness.js';
 
 export interface LoadOptions {
   readonly sessions?: number;
@@ -168,7 +168,7 @@ export async function benchLoad(options: LoadOptions = {}): Promise<Record<strin
     const peak = peakRssMiB(pid);
     // What the run left on disk: the state folder (SQLite database and its WAL) while the daemon runs.
     const stateFiles = fileSizes(join(dir, 'state'));
-    const mib = (bytes: number): number => Math.round(bytes / 104857.6) / 10;
+    const mib = (bytes: number): number => round(bytes / 1048576, 1);
     return {
       stateMiB: mib(Object.values(stateFiles).reduce((a, b) => a + b, 0)),
       stateFilesMiB: Object.fromEntries(Object.entries(stateFiles).map(([name, bytes]) => [name, mib(bytes)])),
