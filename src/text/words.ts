@@ -148,44 +148,43 @@ function shingleHashesOf(wordHash: Uint32Array, size: number): Uint32Array {
 export function contentTerms(text: string): Set<string> {
   const out = new Set<string>();
   const lower = text.toLowerCase();
-  const n = lower.length;
   const seen = SEEN.begin();
-  let at = 0;
-  while (at < n) {
-    const end = termRunEnd(lower, at);
-    if (end < 0) {
-      at++;
-      continue;
-    }
-    const stop = termEnd(lower, at, end);
+  forEachTerm(lower, (at, stop) => {
     // A word met before in this text (kept or a stop word) is passed over without a string of its own.
-    if (stop - at >= 4 && seen.firstTime(lower, at, stop)) {
-      const w = lower.slice(at, stop);
-      if (!STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
-    }
-    at = end;
-  }
+    if (!seen.firstTime(lower, at, stop)) return;
+    const w = lower.slice(at, stop);
+    if (!STOPWORDS.has(w) && !FILLER.has(w)) out.add(ownCopy(w));
+  });
   return out;
 }
 
 /**
- * The scan `/[a-z_$][\w$.-]{3,60}/g` makes over a lowercased text, without a match object per
- * term: the end of the run of term characters (at most 61) that starts at `at`, or -1 when none
- * of 4 or more does (the scan then moves on by one). One home for both content-term readers.
+ * Calls `visit(at, stop)` for each content-term occurrence `lower[at, stop)` of a lowercased
+ * text, in order: the scan `/[a-z_$][\w$.-]{3,60}/g` makes, without a match object per term (at
+ * a start character, take up to 60 following term characters; with fewer than 3, move on by
+ * one), each run's trailing `.` and `-` left out, then kept when 4 or more characters are left.
+ * The one home of these rules for both content-term readers.
  */
-function termRunEnd(lower: string, at: number): number {
-  if (!isTermStart(lower.charCodeAt(at))) return -1;
-  let end = at + 1;
-  const limit = Math.min(lower.length, at + 61);
-  while (end < limit && isTermChar(lower.charCodeAt(end))) end++;
-  return end - at < 4 ? -1 : end;
-}
-
-/** The end of the term in the run `lower[at, end)`: its trailing `.` and `-` left out (a term is then ≥ 4 chars, or none). */
-function termEnd(lower: string, at: number, end: number): number {
-  let stop = end;
-  while (stop > at && (lower.charCodeAt(stop - 1) === 46 || lower.charCodeAt(stop - 1) === 45)) stop--;
-  return stop;
+function forEachTerm(lower: string, visit: (at: number, stop: number) => void): void {
+  const n = lower.length;
+  let at = 0;
+  while (at < n) {
+    if (!isTermStart(lower.charCodeAt(at))) {
+      at++;
+      continue;
+    }
+    let end = at + 1;
+    const limit = Math.min(n, at + 61);
+    while (end < limit && isTermChar(lower.charCodeAt(end))) end++;
+    if (end - at < 4) {
+      at++;
+      continue;
+    }
+    let stop = end;
+    while (stop > at && (lower.charCodeAt(stop - 1) === 46 || lower.charCodeAt(stop - 1) === 45)) stop--; // trailing . and -
+    if (stop - at >= 4) visit(at, stop);
+    at = end;
+  }
 }
 
 /**
@@ -220,32 +219,21 @@ const STOP_KEYS: ReadonlySet<number> = new Set([...STOPWORDS, ...FILLER].map(con
  */
 export function contentTermKeys(text: string): Float64Array {
   const lower = text.toLowerCase();
-  const n = lower.length;
   const seen = SEEN_KEYS.begin();
-  let at = 0;
-  while (at < n) {
-    const end = termRunEnd(lower, at);
-    if (end < 0) {
-      at++;
-      continue;
+  forEachTerm(lower, (at, stop) => {
+    let a = FNV32_OFFSET_BASIS | 0; // int32 arithmetic throughout (same bits as hash52's lanes)
+    let b = HASH52_SECOND_BASIS | 0;
+    let mark = false;
+    for (let i = at; i < stop; i++) {
+      const c = lower.charCodeAt(i);
+      if (c === 95 || c === 46 || (c >= 48 && c <= 57)) mark = true; // what IDENTIFIER_MARK matches
+      a = Math.imul(a ^ c, FNV32_PRIME);
+      b = Math.imul(b ^ c, FNV32_PRIME);
     }
-    const stop = termEnd(lower, at, end);
-    if (stop - at >= 4) {
-      let a = FNV32_OFFSET_BASIS | 0; // int32 arithmetic throughout (same bits as hash52's lanes)
-      let b = HASH52_SECOND_BASIS | 0;
-      let mark = false;
-      for (let i = at; i < stop; i++) {
-        const c = lower.charCodeAt(i);
-        if (c === 95 || c === 46 || (c >= 48 && c <= 57)) mark = true; // what IDENTIFIER_MARK matches
-        a = Math.imul(a ^ c, FNV32_PRIME);
-        b = Math.imul(b ^ c, FNV32_PRIME);
-      }
-      const key = termKeyOf(hash52Of(a, b), mark);
-      // the stop-word check once per distinct term (a stop word's key is kept as seen too)
-      if (seen.firstTime(a, key) && STOP_KEYS.has(key)) seen.drop();
-    }
-    at = end;
-  }
+    const key = termKeyOf(hash52Of(a, b), mark);
+    // the stop-word check once per distinct term (a stop word's key is kept as seen too)
+    if (seen.firstTime(a, key) && STOP_KEYS.has(key)) seen.drop();
+  });
   return seen.keys();
 }
 
