@@ -4,7 +4,7 @@
  * survival check) and harvest (error signatures).
  */
 import { uniq } from './prose.js';
-import { isSpaceCode } from './chars.js';
+import { isDigitCode, isSpaceCode } from './chars.js';
 
 const EXCEPTION_RE =
   /^\s*(?:Traceback \(most recent call last\)|(?:[A-Za-z_$][\w$.]*\.)?[A-Z][\w$]*(?:Error|Exception|Fault|Panic|Failure)\b(?::|\s*\(|$)|(?:Uncaught |Unhandled )?(?:Error|error|ERROR|fatal|FATAL|panic|FAIL(?:ED)?|E\s{2,}\S|npm ERR!|error\[E\d+\]|error TS\d+)[:!\s])/;
@@ -36,6 +36,8 @@ const FRAME_RES = [
  * test instead of six.
  */
 const FRAME_START = /^\s*[aFf#\d]/;
+/** FRAME_START's character after the white space. */
+const FRAME_START_CHAR = /[aFf#\d]/;
 
 /** True when the line is one stack frame. */
 export function isFrameLine(line: string): boolean {
@@ -66,8 +68,27 @@ export function isProjectFrame(line: string): boolean {
  * most lines are passed over without a string of their own.
  */
 export function countFrames(text: string): number {
+  return countFramesFrom(text, 0);
+}
+
+/**
+ * `countFrames(head + ' ' + tail)` (a tool call's name and arguments, as the detectors read
+ * them) without joining the two: only the joined first line can differ from `tail`'s own, and
+ * it is built only when `head` starts as a frame may (its first non-white-space character is
+ * one FRAME_START allows). A tool name never does, so a call's arguments are read in place.
+ */
+export function countFramesJoined(head: string, tail: string): number {
+  let i = 0;
+  while (i < head.length && isSpaceCode(head.charCodeAt(i))) i++;
+  if (i === head.length || head.includes('\n') || FRAME_START_CHAR.test(head.charAt(i))) return countFrames(`${head} ${tail}`);
+  // the joined first line starts as `head` does: no frame; the rest are `tail`'s own lines
+  const nl = tail.indexOf('\n');
+  return nl < 0 ? 0 : countFramesFrom(tail, nl + 1);
+}
+
+/** `countFrames` of the lines of `text` from offset `start` (a line's first character) on. */
+function countFramesFrom(text: string, start: number): number {
   let n = 0;
-  let start = 0;
   while (start <= text.length) {
     let end = text.indexOf('\n', start);
     if (end < 0) end = text.length;
@@ -81,28 +102,46 @@ export function countFrames(text: string): number {
 
 /**
  * Whether `text[i, end)` (a line from its first non-white-space character) starts as some
- * FRAME_RES pattern requires: `at` + white space, `File "`, `from` + white space, `#` + digit,
- * or a digit.
+ * FRAME_RES pattern requires: `at` + white space, `File "`, `from` + white space, `#` + digits
+ * + white space, or digits + `:` + white space. Lines that start with a number but not so
+ * (a file read's line numbers, counts in test output) are common: they are passed over here.
  */
 function startsLikeFrame(text: string, i: number, end: number): boolean {
   const c = text.charCodeAt(i);
-  if (c >= 48 && c <= 57) return true;
-  const spaceAt = (k: number): boolean => k < end && isSpaceCode(text.charCodeAt(k));
+  if (isDigitCode(c)) {
+    const k = digitsEnd(text, i + 1, end);
+    return k < end && text.charCodeAt(k) === 58 /* : */ && spaceAt(text, k + 1, end);
+  }
   switch (c) {
     case 97: // a
-      return text.startsWith('at', i) && spaceAt(i + 2);
+      return text.startsWith('at', i) && spaceAt(text, i + 2, end);
     case 70: // F
       return text.startsWith('File "', i);
     case 102: // f
-      return text.startsWith('from', i) && spaceAt(i + 4);
+      return text.startsWith('from', i) && spaceAt(text, i + 4, end);
     case 35: {
       // #
-      const d = i + 1 < end ? text.charCodeAt(i + 1) : -1;
-      return d >= 48 && d <= 57;
+      const k = digitsEnd(text, i + 1, end);
+      return k > i + 1 && spaceAt(text, k, end);
     }
     default:
       return false;
   }
+}
+
+// startsLikeFrame's steps are functions of their own, not closures: it runs on most lines of
+// every tool output a plan reads, and a closure made per call was most of what a cold plan's
+// trace detector allocated.
+
+/** Whether `text[k]` is white space before `end`. */
+function spaceAt(text: string, k: number, end: number): boolean {
+  return k < end && isSpaceCode(text.charCodeAt(k));
+}
+
+/** The offset after the digits of `text` from `k` on (before `end`). */
+function digitsEnd(text: string, k: number, end: number): number {
+  while (k < end && isDigitCode(text.charCodeAt(k))) k++;
+  return k;
 }
 
 const TRACE_HEADER = /Traceback \(most recent call last\)|^panic: |^Exception in thread |^\s*(?:Uncaught |Unhandled )?[A-Z]\w*(?:Error|Exception)(?: \[\w+\])?: |npm ERR!|^error(?:\[E\d+\])?: /m;

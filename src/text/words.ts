@@ -4,6 +4,7 @@
  * near-duplicate shingles). No tiktoken calls happen here.
  */
 import { FNV32_OFFSET_BASIS, FNV32_PRIME, fnv1a32, hash52, hash52Of, HASH52_SECOND_BASIS } from './hash.js';
+import { isDigitCode } from './chars.js';
 
 /** Text longer than this is only partly analysed (the head and the tail), to bound per-call cost. */
 export const MAX_ANALYSED_CHARS = 200_000;
@@ -226,7 +227,7 @@ export function contentTermKeys(text: string): Float64Array {
     let mark = false;
     for (let i = at; i < stop; i++) {
       const c = lower.charCodeAt(i);
-      if (c === 95 || c === 46 || (c >= 48 && c <= 57)) mark = true; // what IDENTIFIER_MARK matches
+      if (c === 95 || c === 46 || isDigitCode(c)) mark = true; // what IDENTIFIER_MARK matches
       a = Math.imul(a ^ c, FNV32_PRIME);
       b = Math.imul(b ^ c, FNV32_PRIME);
     }
@@ -425,7 +426,7 @@ function isTermStart(c: number): boolean {
 
 /** `[\w$.-]` (\w without the u flag: ASCII letters, digits, underscore). */
 function isTermChar(c: number): boolean {
-  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || c === 95 || c === 36 || c === 46 || c === 45;
+  return (c >= 97 && c <= 122) || isDigitCode(c) || (c >= 65 && c <= 90) || c === 95 || c === 36 || c === 46 || c === 45;
 }
 
 /**

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import {
   assertionLines,
   countFrames,
+  countFramesJoined,
   exitStatusOf,
   extractConfigValues,
   extractPaths,
@@ -47,7 +48,7 @@ describe('text rules', () => {
   it('counts the frame lines of a text as isFrameLine of each line does', () => {
     const line = fc.oneof(
       fc.string({ maxLength: 20 }),
-      fc.constantFrom('    at Pool.acquire (/app/src/pool.ts:42:7)', '  File "/app/main.py", line 12, in <module>', '   3: core::panicking::panic_fmt', '\u3000 from /app/lib/pool.rb:42:in', '#3  0x1 in main () at src/main.c:12', '\tat x (a.js:1:2)\r', 'at', '', ' ', 'at\u00a0f (b.js:3:4)', 'atx (b.js:3:4)', 'from a.rb:1', 'fromage a.rb:1', 'File "x", line 3', 'File x', '#12 f at a.c:9', '#x', ' 7: a::b'),
+      fc.constantFrom('    at Pool.acquire (/app/src/pool.ts:42:7)', '  File "/app/main.py", line 12, in <module>', '   3: core::panicking::panic_fmt', '\u3000 from /app/lib/pool.rb:42:in', '#3  0x1 in main () at src/main.c:12', '\tat x (a.js:1:2)\r', 'at', '', ' ', 'at\u00a0f (b.js:3:4)', 'atx (b.js:3:4)', 'from a.rb:1', 'fromage a.rb:1', 'File "x", line 3', 'File x', '#12 f at a.c:9', '#x', ' 7: a::b', '12\tconst x = 1', '  3→import a', '3:x::y', '3: x::y', '10:\u00a0a::b', '#3x at a.c:1', '#3\tf at a.c:1', '# 3 f at a.c:1', '42 passed', '7:'),
     );
     fc.assert(
       fc.property(fc.array(line, { maxLength: 30 }), fc.boolean(), (lines, trailing) => {
@@ -56,6 +57,23 @@ describe('text rules', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('counts the frames of two texts joined by a space as countFrames of the joined text, without joining them', () => {
+    const piece = fc.oneof(
+      fc.string({ maxLength: 12 }),
+      fc.constantFrom('Bash', 'at', 'at ', ' at', 'File', 'File "', 'from', '#', '#1', '7', '\u3000', '\n', '', ' ', '{"command":"ls"}', '    at f (a.js:1:2)', '(/app/a.ts:3:4)', '"x", line 2'),
+    );
+    const text = fc.array(piece, { maxLength: 6 }).map((p) => p.join(''));
+    fc.assert(
+      fc.property(text, fc.array(text, { maxLength: 6 }), (head, tailLines) => {
+        const tail = tailLines.join('\n');
+        expect(countFramesJoined(head, tail)).toBe(countFrames(`${head} ${tail}`));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(countFramesJoined('at', 'f (a.js:1:2)\n  at g (b.js:3:4)')).toBe(2);
+    expect(countFramesJoined('Bash', '    at f (a.js:1:2)\n  at g (b.js:3:4)')).toBe(1);
   });
 
   it('reads verdicts, assertions and exit statuses', () => {

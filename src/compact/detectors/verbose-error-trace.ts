@@ -2,7 +2,7 @@
  * `verbose-error-trace`: a long stack trace. The summary keeps the exception line, the first
  * frame in project code (not node_modules / site-packages / runtime internals) and the outcome.
  */
-import { countFrames, extractErrorLines, isFrameLine, isProjectFrame } from '../../text/index.js';
+import { countFrames, countFramesJoined, extractErrorLines, isFrameLine, isProjectFrame } from '../../text/index.js';
 import type { Message } from '../../model/messages.js';
 import type { Candidate, Detector, DetectorContext } from '../types.js';
 import { memoList } from '../memo.js';
@@ -35,7 +35,7 @@ function framesOf(ms: readonly Message[]): number {
   for (const m of ms) {
     if (m.reasoning) n += countFrames(m.reasoning);
     if (m.text) n += countFrames(m.text);
-    if (m.toolCalls) for (const c of m.toolCalls) n += countFrames(`${c.name} ${c.arguments}`);
+    if (m.toolCalls) for (const c of m.toolCalls) n += countFramesJoined(c.name, c.arguments);
   }
   return n;
 }
