@@ -129,8 +129,19 @@ function popcount32(x: number): number {
  * for its best match; this makes that pass proportional to the shared bins, not to the pairs.
  */
 export class SharedBins {
-  /** Per bin: value → positions holding it, ascending (values are small integers). */
-  private readonly bins: Map<number, number[]>[] = Array.from({ length: MINHASH_SLOTS }, () => new Map<number, number[]>());
+  /**
+   * An open-addressed table of the (bin, value) pairs held: `keys[slot]` is the pair (the bin in
+   * the top 6 bits, as a mixed hash holds it), `heads[slot]` the newest entry holding it (-1: a
+   * free slot). An entry is `position × MINHASH_SLOTS + bin`; `next[entry]` is the entry before it
+   * holding the same pair (-1: none). So a bin value's positions are read newest first, as
+   * `bestFrom` wants them, from three typed arrays: no map or array per value (a cold plan built
+   * thousands of them, all kept until the pass ended).
+   */
+  private readonly keys: Int32Array;
+  private readonly heads: Int32Array;
+  private readonly next: Int32Array;
+  /** Bits of the table's size (a power of two). */
+  private readonly bits: number;
   /** Non-empty bins of each position: bins 0–31 and 32–63. */
   private readonly maskLo: Int32Array;
   private readonly maskHi: Int32Array;
@@ -143,19 +154,41 @@ export class SharedBins {
     this.maskHi = new Int32Array(list.length);
     this.counts = new Uint8Array(list.length);
     this.touched = new Int32Array(list.length);
+    let held = 0;
     list.forEach((f, i) => {
       if (!f || f.empty) return;
       this.maskLo[i] = maskOf(f, 0);
       this.maskHi[i] = maskOf(f, 32);
+      held += popcount32(this.maskLo[i] as number) + popcount32(this.maskHi[i] as number);
+    });
+    // at most half full: probes stay short
+    let bits = 4;
+    while (1 << bits < 2 * held) bits++;
+    this.bits = bits;
+    this.keys = new Int32Array(1 << bits);
+    this.heads = new Int32Array(1 << bits).fill(-1);
+    this.next = new Int32Array(list.length * MINHASH_SLOTS);
+    list.forEach((f, i) => {
+      if (!f || f.empty) return;
       for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
         const v = f.signature[bin] as number;
         if (v === EMPTY_BIN) continue;
-        const byValue = this.bins[bin] as Map<number, number[]>;
-        const at = byValue.get(v);
-        if (at) at.push(i);
-        else byValue.set(v, [i]);
+        const key = (bin << BIN_SHIFT) | v;
+        const slot = this.slotOf(key);
+        const entry = i * MINHASH_SLOTS + bin;
+        this.next[entry] = this.heads[slot] as number;
+        this.heads[slot] = entry;
+        this.keys[slot] = key;
       }
     });
+  }
+
+  /** The slot holding `key`, or the free slot where it would go. */
+  private slotOf(key: number): number {
+    const mask = (1 << this.bits) - 1;
+    let slot = Math.imul(key, 0x9e3779b1) >>> (32 - this.bits);
+    while (this.heads[slot] !== -1 && this.keys[slot] !== key) slot = (slot + 1) & mask;
+    return slot;
   }
 
   /**
@@ -173,10 +206,10 @@ export class SharedBins {
     for (let bin = 0; bin < MINHASH_SLOTS; bin++) {
       const v = f.signature[bin] as number;
       if (v === EMPTY_BIN) continue;
-      const list = (this.bins[bin] as Map<number, number[]>).get(v);
-      if (!list) continue;
-      for (let k = list.length - 1; k >= 0; k--) {
-        const i = list[k] as number;
+      const next = this.next;
+      // newest first: the positions before `from` end the walk
+      for (let entry = this.heads[this.slotOf((bin << BIN_SHIFT) | v)] as number; entry !== -1; entry = next[entry] as number) {
+        const i = (entry / MINHASH_SLOTS) | 0;
         if (i < from) break;
         if (counts[i] === 0) touched[n++] = i;
         counts[i] = (counts[i] as number) + 1;
