@@ -17,22 +17,79 @@
 import { applyPlan, type Plan } from '../compact/index.js';
 import type { SessionModel } from '../model/index.js';
 import type { TranscriptEvent } from '../model/messages.js';
-import type { PlanLog } from '../store/index.js';
+import type { ModelStep, ModelSteps, PlanLog } from '../store/index.js';
+import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
 
-/** One thing that happened to a tailed session's model that its transcript does not hold. */
-export type ModelStep =
-  /** The agent applied edits of this plan (which ones: the plan log) to the model read to `offset`. */
-  | { readonly kind: 'edits'; readonly planId: string; readonly offset: number }
-  /** The model read to `offset` was rebuilt from its own messages (`rebaseModel`). */
-  | { readonly kind: 'rebase'; readonly offset: number };
+export type { ModelStep };
 
 /** A step ready to replay: an applied plan with its body and the edits chosen, read from the plan log. */
 export type ResolvedStep = { readonly kind: 'edits'; readonly offset: number; readonly plan: Plan; readonly editIds: readonly string[] } | { readonly kind: 'rebase'; readonly offset: number };
 
+/**
+ * Where a session's steps are kept across daemon restarts (SQLite `model_steps`), written as
+ * they happen. Its methods never throw: a write that fails is the sink's to report.
+ */
+export interface StepSink {
+  /** Step `seq` of the list (0: a new list, whatever was kept before is dropped). */
+  append(seq: number, step: ModelStep): void;
+  unreplayable(why: string): void;
+  clear(): void;
+}
+
+/**
+ * The sink of `sessionId`'s steps in `store`. The first step of a new list (seq 0) drops
+ * whatever was kept before it. A write that fails is logged, and the session is marked as one
+ * whose steps cannot be replayed (when that write fails too, the gap it leaves in `seq` says so
+ * when the steps are read).
+ */
+export function keptStepSink(store: ModelSteps, sessionId: string, log: Logger): StepSink {
+  const failed = (err: unknown): void => {
+    log.warn({ sessionId, err: describeError(err) }, 'model step not kept: after a restart this session is rebuilt from its transcript alone (or without its latest edits)');
+    try {
+      store.markUnreplayable(sessionId, `a model step could not be kept: ${describeError(err)}`);
+    } catch {
+      // the store cannot be written now: see above
+    }
+  };
+  return {
+    append: (seq, step) => {
+      try {
+        if (seq === 0) store.clear(sessionId);
+        store.append(sessionId, seq, step);
+      } catch (err) {
+        failed(err);
+      }
+    },
+    unreplayable: (why) => {
+      try {
+        store.markUnreplayable(sessionId, why);
+      } catch (err) {
+        failed(err);
+      }
+    },
+    clear: () => {
+      try {
+        store.clear(sessionId);
+      } catch (err) {
+        log.warn({ sessionId, err: describeError(err) }, 'kept model steps not cleared');
+      }
+    },
+  };
+}
+
 /** The steps of one session's model since it was last built from its transcript alone. */
 export class ReplayLog {
-  private list: ModelStep[] = [];
+  private list: ModelStep[];
   private why: string | undefined;
+
+  /** `steps`: those kept by an earlier run (already in `sink`), to replay at start. */
+  constructor(
+    private readonly sink?: StepSink,
+    steps: readonly ModelStep[] = [],
+  ) {
+    this.list = [...steps];
+  }
 
   /** The steps in the order they happened (offsets never decrease). */
   get steps(): readonly ModelStep[] {
@@ -56,20 +113,26 @@ export class ReplayLog {
 
   /** The model can no longer be rebuilt from its transcript and steps (the first reason is kept). */
   markUnreplayable(why: string): void {
-    this.why ??= why;
+    if (this.why !== undefined) return;
+    this.why = why;
+    this.sink?.unreplayable(why);
   }
 
   /** The model was built from its transcript alone (the transcript was rewritten): nothing to replay. */
   clear(): void {
     this.list = [];
     this.why = undefined;
+    this.sink?.clear();
   }
 
   private push(step: ModelStep | undefined, why: string): void {
     const last = this.list.at(-1);
     if (!step) this.markUnreplayable(why);
     else if (last && step.offset < last.offset) this.markUnreplayable(`a step at transcript offset ${step.offset} follows one at ${last.offset}`);
-    else this.list.push(step);
+    else {
+      this.list.push(step);
+      this.sink?.append(this.list.length - 1, step);
+    }
   }
 }
 
@@ -161,11 +224,44 @@ export async function replayModel(fresh: () => SessionModel, events: readonly Tr
     from = Math.max(from, to);
     await pause();
     if (step.kind === 'rebase') model = rebaseModel(model, fresh());
-    else applyPlan(model, step.plan, step.editIds);
+    else {
+      checkEditsStand(model, step.plan, step.editIds);
+      applyPlan(model, step.plan, step.editIds);
+    }
   }
   if (from < events.length) {
     await pause();
     model.applyAll(events.slice(from));
   }
   return model;
+}
+
+/**
+ * Throws PLAN_EXPIRED unless the chosen edits of `plan` replace, in `model`, sections of the
+ * tokens and messages they replaced when it was made (`tokensBefore`, `messageRange`): the same
+ * ids naming other text (a transcript changed while the daemon was stopped, an upgrade that
+ * splits sections otherwise) must not be replaced by summaries of something else.
+ */
+export function checkEditsStand(model: Pick<SessionModel, 'section'>, plan: Plan, editIds: readonly string[]): void {
+  const chosen = new Set(editIds);
+  for (const e of plan.edits) {
+    if (!chosen.has(e.editId)) continue;
+    let tokens = 0;
+    let start = Number.POSITIVE_INFINITY;
+    let end = Number.NEGATIVE_INFINITY;
+    for (const id of e.replaces) {
+      const s = model.section(id);
+      if (!s) throw new ContextdError(ErrorCode.PLAN_EXPIRED, `plan ${plan.planId}: section ${id} of edit ${e.editId} is not in the model`, { planId: plan.planId, editId: e.editId, sectionId: id });
+      tokens += s.tokens;
+      start = Math.min(start, s.messageRange.start);
+      end = Math.max(end, s.messageRange.end);
+    }
+    if (tokens !== e.tokensBefore || start !== e.messageRange.start || end !== e.messageRange.end) {
+      throw new ContextdError(
+        ErrorCode.PLAN_EXPIRED,
+        `plan ${plan.planId}: edit ${e.editId} replaced ${e.tokensBefore} tokens of messages ${e.messageRange.start}–${e.messageRange.end}; its sections hold ${tokens} tokens of messages ${start}–${end} now`,
+        { planId: plan.planId, editId: e.editId },
+      );
+    }
+  }
 }

@@ -324,4 +324,23 @@ export const MIGRATIONS: readonly Migration[] = [
       INSERT INTO archive_fts (body, handle, session_id) SELECT ${archiveBodySql('a.messages')}, a.handle, a.session_id FROM archive a;
     `,
   },
+  {
+    version: 12,
+    name: "model steps: what a tailed session's model holds besides its transcript, kept across restarts",
+    // The steps of daemon/replay-log.ts (edits the agent applied, rebuilds from the model's own
+    // messages), in order, per session: a restarted daemon replays them as a rebuild after a
+    // release does, instead of building the model from its transcript alone. `seq` counts from
+    // 0 with no gap; seq -1 marks a session whose steps cannot be replayed (`why`).
+    sql: `
+      CREATE TABLE model_steps (
+        session_id TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        kind       TEXT NOT NULL CHECK (kind IN ('edits', 'rebase', 'unreplayable')),
+        plan_id    TEXT,
+        offset     INTEGER,
+        why        TEXT,
+        PRIMARY KEY (session_id, seq)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
