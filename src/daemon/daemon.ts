@@ -5,7 +5,7 @@ import { Tailer } from '../ingest/index.js';
 import { createTokenCounter, type TokenCounter } from '../model/tokens.js';
 import { createSummarizer, type Summarizer } from '../compact/index.js';
 import { RpcServer } from '../ipc/index.js';
-import { Archive, DerivedData, HeadroomLog, PlanLog, TokenCounts, openDb, secureStateDir, type Db } from '../store/index.js';
+import { Archive, DerivedData, HeadroomLog, ModelSteps, PlanLog, TokenCounts, openDb, secureStateDir, type Db } from '../store/index.js';
 import { SqliteTokenCountCache } from './token-cache.js';
 import { SqliteDerivedDataCache } from './derived-cache.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
@@ -144,6 +144,7 @@ export class Daemon {
       headroomLog: new HeadroomLog(this.db),
       archive: new Archive(this.db),
       plans: new PlanLog(this.db),
+      modelSteps: new ModelSteps(this.db),
       now: this.now,
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
       ...(o.archive.redactSecrets ? { archiveFilter: redactMessages } : {}),
@@ -218,6 +219,8 @@ export class Daemon {
       // Ready means every transcript read is in its model (the tailer's batches wait their turn).
       await this.sessions?.settled();
       this.sessions?.steadyState();
+      // ...and every session read with edits kept by the run before has them replayed.
+      await this.sessions?.replayedAtStart();
     } finally {
       clearInterval(extend);
     }

@@ -7,7 +7,7 @@ import type { ProviderFormatName } from '../proxy/index.js';
 import { SessionHistory } from '../harvest/index.js';
 import { SessionLifecycle } from './lifecycle.js';
 import { DeclinedEdits } from './declined-edits.js';
-import { ReplayLog } from './replay-log.js';
+import { ReplayLog, type StepSink } from './replay-log.js';
 
 /** What the daemon knows of a conversation through the proxy. */
 export interface ProxiedLink {
@@ -50,7 +50,7 @@ export class LiveSession {
    */
   readonly archived = new Set<string>();
   /** What the model holds besides its transcript (applied edits, rebuilds): what a release must replay. */
-  readonly replay = new ReplayLog();
+  replay: ReplayLog;
   /** File offset just past the last transcript line applied (tailed sessions). */
   tailOffset: number | undefined;
   /**
@@ -61,9 +61,17 @@ export class LiveSession {
   /**
    * Set while the model is released from memory (memory budget): the transcript offset it is
    * rebuilt up to (lines read and dropped with it included), its headroom then (for status), and
-   * the offset the model itself had been read to. Rebuilt from the transcript on demand.
+   * the offset the model itself had been read to. Rebuilt from the transcript on demand. Also set
+   * (`atStart`, no headroom) for a session waiting to be rebuilt with steps kept by the run
+   * before (`replayFrom`).
    */
-  released: { readonly offset: number; readonly headroom: HeadroomSnapshot; readonly modelOffset: number } | undefined;
+  released: { readonly offset: number; readonly headroom: HeadroomSnapshot | undefined; readonly modelOffset: number; readonly atStart?: true } | undefined;
+  /**
+   * Opened by the first scan after a restart with model steps kept by the run before: the
+   * transcript offset of the last one. The session waits released, its lines pending, until they
+   * reach it, then is rebuilt with the steps replayed (SessionManager.keptSteps).
+   */
+  replayFrom: number | undefined;
   /** Appends that arrived while released, applied once the model is rebuilt. */
   readonly pending: { readonly events: readonly TranscriptEvent[]; readonly toOffset: number | undefined }[] = [];
   /** The rebuild under way, if any. */
@@ -95,8 +103,10 @@ export class LiveSession {
     now: number,
     /** Where the model comes from: a tailed transcript, or requests through the proxy (which plans for it itself). */
     readonly source: 'transcript' | 'proxy' = 'transcript',
+    replaySink?: StepSink,
   ) {
     this.life = new SessionLifecycle(now);
+    this.replay = new ReplayLog(replaySink);
   }
 
   /** Whether harvest reads this session from its transcript (a tailed session not fed over the socket). */

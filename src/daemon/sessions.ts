@@ -7,7 +7,7 @@ import type { DerivedDataCache } from '../model/index.js';
 import { applyPlan, archiveEntries, originalsOf, planCompaction, planStanding, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptPrefix, type ReadIdentity } from '../ingest/index.js';
 import { IdleTracker } from '../harvest/index.js';
-import type { Archive, HeadroomLog, PlanLog } from '../store/index.js';
+import type { Archive, HeadroomLog, ModelSteps, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError, isContextdError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { OriginalsFilter, ProviderFormatName } from '../proxy/index.js';
@@ -17,7 +17,7 @@ import { IngestQueue } from './ingest-queue.js';
 import { LoopBudget, type BudgetWorker } from './loop-budget.js';
 import { holdsReads, ReadGate } from './read-gate.js';
 import { RebuildList, rebuildFits } from './rebuild-list.js';
-import { checkSteps, rebaseModel, replayModel, resolveSteps, type ResolvedStep } from './replay-log.js';
+import { checkSteps, keptStepSink, rebaseModel, ReplayLog, replayModel, resolveSteps, type ResolvedStep, type StepSink } from './replay-log.js';
 import { ADVISORY_PLAN_INTERVAL_MS, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
@@ -59,6 +59,12 @@ export interface SessionManagerDeps {
   readonly headroomLog: HeadroomLog;
   readonly archive: Archive;
   readonly plans: PlanLog;
+  /**
+   * Where each tailed session's model steps (applied edits, rebuilds) are kept across restarts:
+   * a session read in the first scan after a restart gets them replayed. Undefined: not kept
+   * (a restart builds models from their transcripts alone).
+   */
+  readonly modelSteps?: ModelSteps;
   readonly now?: () => number;
   /** Whether any client subscribed to a session (plans for others are advisory). */
   readonly hasSubscribers?: (sessionId: string) => boolean;
@@ -76,6 +82,9 @@ export interface SessionManagerDeps {
    */
   readonly tailedFile?: (file: string) => ReadIdentity | undefined;
 }
+
+/** Why a session is forgotten when its transcript is removed (`removeSession`'s default). */
+const TRANSCRIPT_REMOVED = 'transcript removed';
 
 /** Redacts the originals of an edit before they are archived (the same filter the proxy is handed). */
 export type ArchiveFilter = OriginalsFilter;
@@ -172,6 +181,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly rebuildDue = new RebuildList<LiveSession>();
   /** Sessions whose check before a release could not read the plan log (said once until it can). */
   private readonly checkUnreadable = new WeakSet<LiveSession>();
+  /** Rebuilds of sessions with steps kept by the run before (`replayedAtStart`). */
+  private readonly startReplays = new Set<Promise<void>>();
+  /** Sessions waiting for their kept steps' offset (`replayFrom`): what a request for the model waits on. */
+  private readonly replayWaits = new Map<LiveSession, { readonly until: Promise<void>; readonly resolve: () => void }>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -268,6 +281,81 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** The first scan is over: hold each session's reads as `room` says. */
   steadyState(): void {
     this.steady = true;
+    // Transcripts that end before their last kept step's offset (cut while the daemon was
+    // stopped): rebuilt from what was read; the rebuild finds the steps past it and drops them.
+    for (const s of this.sessions.values()) if (s.replayFrom !== undefined) this.replayKeptSteps(s, s.pending.at(-1)?.toOffset ?? 0);
+  }
+
+  /** Resolves once the sessions with steps kept by the run before are rebuilt (or failed to be: logged). */
+  async replayedAtStart(): Promise<void> {
+    while (this.startReplays.size > 0) await Promise.all(this.startReplays);
+  }
+
+  /** Where `sessionId`'s model steps are kept across restarts (`deps.modelSteps`), or undefined. */
+  private stepSink(sessionId: string): StepSink | undefined {
+    return this.deps.modelSteps ? keptStepSink(this.deps.modelSteps, sessionId, this.log) : undefined;
+  }
+
+  /**
+   * A session just opened: steps the run before kept for it (edits the agent applied) are
+   * replayed when it was opened by the first scan after a restart. It waits released (its lines
+   * pending) until they reach the last step's offset, then is rebuilt as a released session is.
+   * Opened later (a transcript that appears once the daemon runs), or with steps that cannot be
+   * replayed, its model is its transcript alone and the kept steps are dropped.
+   */
+  private keptSteps(s: LiveSession): void {
+    const store = this.deps.modelSteps;
+    if (!store) return;
+    let kept;
+    try {
+      kept = store.load(s.sessionId);
+    } catch (err) {
+      this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'model steps kept by the run before cannot be read: the session is built from its transcript alone, without the edits the agent applied');
+      return;
+    }
+    if (kept === undefined) return;
+    const why = 'unreplayable' in kept ? kept.unreplayable : this.steady ? 'the transcript was opened after the first scan' : undefined;
+    const last = 'steps' in kept ? kept.steps.at(-1) : undefined;
+    if (why !== undefined || !last) {
+      if (why !== undefined) this.log.warn({ sessionId: s.sessionId, why }, 'kept model steps dropped: the session is built from its transcript alone, without the edits the agent applied');
+      s.replay.clear();
+      return;
+    }
+    s.replay = new ReplayLog(this.stepSink(s.sessionId), 'steps' in kept ? kept.steps : []);
+    s.replayFrom = last.offset;
+    let resolve = (): void => undefined;
+    const until = new Promise<void>((r) => (resolve = r));
+    this.replayWaits.set(s, { until, resolve });
+    s.released = { offset: 0, headroom: undefined, modelOffset: 0, atStart: true };
+  }
+
+  /** `s` no longer waits for its kept steps' offset: requests waiting for its model go on. */
+  private stopWaitingForSteps(s: LiveSession): void {
+    s.replayFrom = undefined;
+    this.replayWaits.get(s)?.resolve();
+    this.replayWaits.delete(s);
+  }
+
+  /** Rebuild `s` from its transcript read to `offset` with its kept steps (`keptSteps`). */
+  private replayKeptSteps(s: LiveSession, offset: number): void {
+    this.stopWaitingForSteps(s);
+    if (offset === 0) {
+      // nothing was read (the transcript was emptied): nothing to replay the steps on
+      this.log.warn({ sessionId: s.sessionId }, 'kept model steps dropped: the transcript holds no line now');
+      s.replay.clear();
+      s.pending.length = 0;
+      s.released = undefined;
+      return;
+    }
+    // every line pending was read up to `offset`: the rebuild reads them from the transcript
+    s.pending.length = 0;
+    s.released = { offset, headroom: undefined, modelOffset: offset, atStart: true };
+    const done = this.restore(s).then(
+      () => undefined,
+      (err: unknown) => this.notRebuilt(s, err),
+    );
+    this.startReplays.add(done);
+    void done.finally(() => this.startReplays.delete(done));
   }
 
   /** Whether reads of `s`'s transcript wait (see `room`). */
@@ -305,10 +393,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       return s;
     }
     if (!s) {
-      s = new LiveSession(sessionId, file, format, this.newModel(sessionId), this.now());
+      s = new LiveSession(sessionId, file, format, this.newModel(sessionId), this.now(), 'transcript', this.stepSink(sessionId));
       this.sessions.set(sessionId, s);
       this.byFile.set(file, s);
       this.log.info({ sessionId, file, format }, 'session opened');
+      this.keptSteps(s);
       for (const p of this.sessions.values()) if (p.proxied?.agentSessionId === sessionId) this.link(p);
     }
     return s;
@@ -317,6 +406,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private ingestInto(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
     if (s.released) {
       s.pending.push({ events, toOffset });
+      if (s.replayFrom !== undefined) {
+        // Kept steps to replay: rebuilt once the lines read reach the last step's offset.
+        if (toOffset !== undefined && toOffset >= s.replayFrom) this.replayKeptSteps(s, toOffset);
+        return;
+      }
       this.restore(s).then(undefined, (err: unknown) => this.notRebuilt(s, err));
       return;
     }
@@ -519,6 +613,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * the offset it had (token counts come from the cache), then the appends that waited apply.
    */
   async restore(s: LiveSession): Promise<LiveSession> {
+    // Read at start with kept steps: its rebuild starts once the lines read reach them.
+    const wait = this.replayWaits.get(s);
+    if (wait) await wait.until;
     if (s.released) {
       s.restoring ??= this.rebuild(s).finally(() => {
         s.restoring = undefined;
@@ -560,6 +657,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         throw this.planLogUnreadable(s, err);
       }
     }
+    // A step past the lines the rebuild reads: the transcript is shorter than when it was taken
+    // (cut while the daemon was stopped: `keptSteps`).
+    if (typeof steps !== 'string' && steps.some((st) => st.offset > r.modelOffset)) steps = `the transcript ends before the offset of a step (${String(steps.at(-1)?.offset)} > ${r.modelOffset})`;
     const replayed = typeof steps === 'string' ? [] : steps;
     // A file replaced before the tailer's reset: FILE_REPLACED (the reset rebuilds it from 0), not the new file's lines as the old session.
     const splitAt = [...replayed.map((st) => st.offset), r.modelOffset];
@@ -598,16 +698,17 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!model || failed !== undefined) {
       // Fail safe: the transcript alone, as a new model (no plan of the old one is taken for it).
       // It counts the sections the lost edits had replaced again: it over-states, never under-states, what the agent holds.
-      this.log.error({ sessionId: s.sessionId, file: s.file, why: failed, steps: s.replay.steps.length }, 'released session rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
+      this.log.error({ sessionId: s.sessionId, file: s.file, why: failed, steps: s.replay.steps.length }, `${r.atStart ? 'session read at start' : 'released session'} rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log`);
       model = fromTranscript();
       s.replay.clear();
       this.expire(s.sessionId, s.life.rebuilt(), 'the session model was rebuilt without its applied edits');
     } else {
       const h = model.headroom();
+      const was = r.headroom; // none after a restart: each replayed edit was checked against what it replaces (checkEditsStand)
       // The model as it was released: the same tokens and sections (else say so: something it held is not in the transcript or plan log).
-      if (h.countedTokens !== r.headroom.countedTokens || h.sections !== r.headroom.sections) {
-        this.log.error({ sessionId: s.sessionId, file: s.file, tokens: h.countedTokens, releasedTokens: r.headroom.countedTokens, sections: h.sections, releasedSections: r.headroom.sections, steps: replayed.length }, 'released session rebuilt with other figures than it was released with');
-      } else s.declined.carry(model); // the same sections: what the agent declined stays held
+      if (was && (h.countedTokens !== was.countedTokens || h.sections !== was.sections)) {
+        this.log.error({ sessionId: s.sessionId, file: s.file, tokens: h.countedTokens, releasedTokens: was.countedTokens, sections: h.sections, releasedSections: was.sections, steps: replayed.length }, 'released session rebuilt with other figures than it was released with');
+      } else if (was) s.declined.carry(model); // the same sections: what the agent declined stays held
     }
     if (upTo < read.events.length) model.applyAll(read.events.slice(upTo));
     s.model = model;
@@ -618,7 +719,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.log.info({ sessionId: s.sessionId }, 'the plan log can be read again: released session rebuilt with its applied edits');
     }
     s.life.restored(model.version);
-    this.log.info({ sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length, plansReplayed: failed === undefined ? replayed.filter((st) => st.kind === 'edits').length : 0 }, 'released session rebuilt from its transcript');
+    this.log.info(
+      { sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length, plansReplayed: failed === undefined ? replayed.filter((st) => st.kind === 'edits').length : 0 },
+      r.atStart ? 'session read at start rebuilt with the model steps the run before kept' : 'released session rebuilt from its transcript',
+    );
     const pending = s.pending.splice(0);
     for (const p of pending) this.apply(s, p.events, p.toOffset);
     // No append to ask: whether to plan from the rebuilt model (its advisory plan expired with the release).
@@ -737,6 +841,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       if (f === undefined && s.file !== `socket:${sessionId}`) this.log.info({ sessionId, file: s.file }, 'session now fed over the socket; its transcript is no longer read into the model');
       // Released from memory as a tailed session: no rebuild from its transcript may replace what is fed now.
       s.released = undefined;
+      this.stopWaitingForSteps(s);
+      s.replay.clear(); // its model is what the agent sends now: no step of the transcript's applies
       s.pending.length = 0;
       this.rebuildDue.delete(s);
       this.stopRebuildRetry(s);
@@ -797,18 +903,25 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.queuedOffset = undefined;
     s.model = this.newModel(sessionId);
     s.released = undefined;
+    this.stopWaitingForSteps(s);
     this.stopRebuildRetry(s);
     s.pending.length = 0;
     s.tailOffset = undefined;
-    s.replay.clear(); // the edits applied to what is gone are gone with it
+    s.replay.clear(); // the edits applied to what is gone are gone with it (kept steps too)
     this.expire(sessionId, s.life.rebuilt(), `transcript ${reason}`);
     this.log.warn({ sessionId, file, reason }, 'transcript rewritten: rebuilding the session model');
   }
 
-  /** Forget a session (its archive and logs stay in SQLite): transcript gone, or finished. */
-  removeSession(sessionId: string, why = 'transcript removed'): void {
+  /**
+   * Forget a session (its archive and logs stay in SQLite): transcript gone, or finished. The
+   * model steps kept for a restart go with a transcript that is gone; a finished one keeps them
+   * (its transcript is read again after a restart, and the agent may resume it).
+   */
+  removeSession(sessionId: string, why = TRANSCRIPT_REMOVED): void {
     const s = this.sessions.get(sessionId);
     if (!s) return;
+    if (why === TRANSCRIPT_REMOVED) s.replay.clear();
+    this.stopWaitingForSteps(s);
     if (s.planTimer) clearTimeout(s.planTimer);
     s.planTimer = undefined;
     this.planQueue.delete(s);

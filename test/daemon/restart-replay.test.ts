@@ -1,0 +1,198 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { Daemon } from '../../src/daemon/daemon.js';
+import { resolveDaemonOptions } from '../../src/daemon/config.js';
+import type { DaemonStatus } from '../../src/daemon/api.js';
+import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
+import { ContextdClient } from '../../src/ipc/client.js';
+import { ModelSteps, openDb } from '../../src/store/index.js';
+import { stateDbPath } from '../../src/store/paths.js';
+
+// A restart of the daemon (stop, start on the same state and transcripts) with real parts:
+// the daemon in this process, its socket, SQLite state and chokidar watching the folder.
+
+const dirs: string[] = [];
+const daemons: Daemon[] = [];
+const clients: ContextdClient[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.close();
+  for (const d of daemons.splice(0)) await d.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+interface Started {
+  readonly c: ContextdClient;
+  readonly daemon: Daemon;
+  /** What the daemon logged (pino JSON lines). */
+  readonly logs: Record<string, unknown>[];
+}
+
+async function start(dir: string): Promise<Started> {
+  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000 });
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const daemon = new Daemon(options, { logger: pino({ level: 'info' }, sink) });
+  daemons.push(daemon);
+  await daemon.start();
+  const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
+  clients.push(c);
+  await c.connect();
+  return { c, daemon, logs };
+}
+
+async function stop(s: Started): Promise<void> {
+  await s.c.close();
+  clients.splice(clients.indexOf(s.c), 1);
+  await s.daemon.stop();
+  daemons.splice(daemons.indexOf(s.daemon), 1);
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function sessionRow(c: ContextdClient, name: string): Promise<DaemonStatus['sessions'][number]> {
+  return until(`session ${name}`, async () => ((await c.status()) as unknown as DaemonStatus).sessions.find((r) => r.file.endsWith(`/${name}.jsonl`)));
+}
+
+const appended = (n: number): string =>
+  `${JSON.stringify({ role: 'user', content: `Round ${n}: also round the tax line to 2 decimals and say which tests cover it.` })}\n` +
+  `${JSON.stringify({ role: 'assistant', content: `Done for round ${n}: the tax line is rounded; tests/tax.test.ts covers it.` })}\n`;
+
+/** A session the agent edited twice: part of one plan, then (after an append) all of another. */
+async function editedSession(dir: string): Promise<{ s: Started; id: string; file: string }> {
+  mkdirSync(join(dir, 'sessions'));
+  const file = join(dir, 'sessions', 'edited.jsonl');
+  writeFileSync(file, demoTranscriptJsonl({ rounds: 9, variant: 'r' }));
+  const s = await start(dir);
+  const id = (await sessionRow(s.c, 'edited')).sessionId;
+  const first = await s.c.compact(id, { targetHeadroom: 0.9999 });
+  expect(first.edits.length).toBeGreaterThan(2);
+  await s.c.ack({ planId: first.planId, applied: true, editIds: first.edits.slice(1).map((e) => e.editId) });
+  const before = (await s.c.headroom(id)).tokens;
+  appendFileSync(file, appended(0));
+  await until('the append read', async () => ((await s.c.headroom(id)).tokens > before ? true : undefined));
+  const second = await s.c.compact(id, { targetHeadroom: 0.9999 });
+  expect(second.edits.length).toBeGreaterThan(0);
+  await s.c.ack({ planId: second.planId, applied: true });
+  return { s, id, file };
+}
+
+describe('a restarted daemon and the edits agents applied', () => {
+  it('rebuilds a session with the edits its agent applied: the same sections, headroom and next plan, and later acks are kept for the next restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-'));
+    dirs.push(dir);
+    const { s, id, file } = await editedSession(dir);
+    const sections = await s.c.sections(id);
+    const headroom = await s.c.headroom(id);
+    const next = await s.c.compact(id, { targetHeadroom: 0.9999, dryRun: true });
+    expect(sections.filter((x) => x.compacted).length).toBeGreaterThan(2);
+    await stop(s);
+
+    const again = await start(dir);
+    // ready (start resolved) means the model is rebuilt: no wait
+    const row = ((await again.c.status()) as unknown as DaemonStatus).sessions.find((r) => r.sessionId === id);
+    expect(row?.inMemory).toBe(true);
+    expect(await again.c.sections(id)).toEqual(sections);
+    expect(await again.c.headroom(id)).toEqual(headroom);
+    expect((await again.c.compact(id, { targetHeadroom: 0.9999, dryRun: true })).edits).toEqual(next.edits);
+    expect(again.logs.some((l) => l['msg'] === 'session read at start rebuilt with the model steps the run before kept' && l['plansReplayed'] === 2)).toBe(true);
+
+    // An edit applied after the restart is kept too, after the two replayed ones.
+    appendFileSync(file, appended(1));
+    await until('the append read', async () => ((await again.c.headroom(id)).tokens > headroom.tokens ? true : undefined));
+    const third = await again.c.compact(id, { targetHeadroom: 0.9999 });
+    await again.c.ack({ planId: third.planId, applied: true });
+    const sections3 = await again.c.sections(id);
+    const headroom3 = await again.c.headroom(id);
+    await stop(again);
+
+    const third3 = await start(dir);
+    expect(await third3.c.sections(id)).toEqual(sections3);
+    expect(await third3.c.headroom(id)).toEqual(headroom3);
+    expect(third3.logs.some((l) => l['plansReplayed'] === 3)).toBe(true);
+  }, 90_000);
+
+  it('builds a session from its transcript alone when its transcript was cut before its last step while the daemon was stopped, says so, and drops the steps', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-cut-'));
+    dirs.push(dir);
+    const { s, id, file } = await editedSession(dir);
+    const edited = await s.c.headroom(id);
+    await stop(s);
+    const lines = readFileSync(file, 'utf8').split('\n');
+    writeFileSync(file, lines.slice(0, lines.length - 8).join('\n') + '\n'); // the append and more: before the second step
+
+    const cut = await start(dir);
+    expect((await cut.c.sections(id)).some((x) => x.compacted)).toBe(false);
+    // the sections the edits replaced are counted again: over-stated, never under-stated
+    expect((await cut.c.headroom(id)).tokens).toBeGreaterThan(edited.tokens);
+    const failed = cut.logs.find((l) => l['msg'] === 'session read at start rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
+    expect(failed?.['why']).toMatch(/transcript ends before the offset of a step/);
+    await stop(cut);
+    const db = openDb(stateDbPath(join(dir, 'state')));
+    try {
+      expect(new ModelSteps(db).load(id)).toBeUndefined();
+    } finally {
+      db.close();
+    }
+  }, 90_000);
+
+  it('does not replace sections by summaries of other text when the transcript was rewritten while the daemon was stopped', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-rewritten-'));
+    dirs.push(dir);
+    const { s, id, file } = await editedSession(dir);
+    await stop(s);
+    // longer than before, other lines before the steps' offsets: the plans' section ids exist, holding other text
+    writeFileSync(file, demoTranscriptJsonl({ rounds: 12, variant: 'q' }));
+    const other = await start(dir);
+    expect((await other.c.sections(id)).some((x) => x.compacted)).toBe(false);
+    const failed = other.logs.find((l) => l['msg'] === 'session read at start rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
+    expect(failed?.['why']).toMatch(/an edit did not apply again: .*replaced \d+ tokens of messages/);
+  }, 90_000);
+
+  it('drops the kept steps of a transcript that appears only once the daemon runs (it is built from its transcript alone)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-late-'));
+    dirs.push(dir);
+    const { s, id, file } = await editedSession(dir);
+    await stop(s);
+    const away = join(dir, 'edited.jsonl');
+    writeFileSync(away, readFileSync(file));
+    rmSync(file);
+    const late = await start(dir);
+    writeFileSync(join(dir, 'sessions', 'staged'), readFileSync(away));
+    renameSync(join(dir, 'sessions', 'staged'), file);
+    await sessionRow(late.c, 'edited');
+    await until('the late transcript read', async () => ((await late.c.headroom(id)).tokens > 0 ? true : undefined));
+    expect((await late.c.sections(id)).some((x) => x.compacted)).toBe(false);
+    expect(late.logs.find((l) => l['msg'] === 'kept model steps dropped: the session is built from its transcript alone, without the edits the agent applied')?.['why']).toBe('the transcript was opened after the first scan');
+  }, 90_000);
+
+  it('forgets the kept steps of a session whose transcript is removed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-removed-'));
+    dirs.push(dir);
+    const { s, id, file } = await editedSession(dir);
+    const db = openDb(stateDbPath(join(dir, 'state')));
+    try {
+      expect(new ModelSteps(db).load(id)).toEqual({ steps: [expect.objectContaining({ kind: 'edits' }), expect.objectContaining({ kind: 'edits' })] });
+      rmSync(file);
+      await until('the session closed', async () => (((await s.c.status()) as unknown as DaemonStatus).sessions.length === 0 ? true : undefined));
+      expect(new ModelSteps(db).load(id)).toBeUndefined();
+    } finally {
+      db.close();
+    }
+  }, 60_000);
+});
