@@ -72,6 +72,8 @@ export class LiveSession {
    * reach it, then is rebuilt with the steps replayed (SessionManager.keptSteps).
    */
   replayFrom: number | undefined;
+  /** Plans stored since the session's plans were last pruned (SessionManager.prunePlans). */
+  plansSincePrune = 0;
   /** Appends that arrived while released, applied once the model is rebuilt. */
   readonly pending: { readonly events: readonly TranscriptEvent[]; readonly toOffset: number | undefined }[] = [];
   /** The rebuild under way, if any. */

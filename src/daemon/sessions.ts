@@ -83,6 +83,16 @@ export interface SessionManagerDeps {
   readonly tailedFile?: (file: string) => ReadIdentity | undefined;
 }
 
+/**
+ * Of a session's plans that ended unapplied (expired, rejected), the newest this many keep their
+ * body in the plan log, and this many their status row (PlanLog.prune): a session planned from
+ * every few seconds for days stored every plan it was ever proposed.
+ */
+export const KEEP_ENDED_PLAN_BODIES = 20;
+export const KEEP_ENDED_PLAN_ROWS = 500;
+/** A session's plans are pruned once every this many plans stored. */
+const PRUNE_PLANS_EVERY = 20;
+
 /** Why a session is forgotten when its transcript is removed (`removeSession`'s default). */
 const TRANSCRIPT_REMOVED = 'transcript removed';
 
@@ -1454,6 +1464,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const pushed = handed || this.subscribedTo(s);
     this.expire(s.sessionId, s.life.propose(plan, pushed), 'superseded by a newer plan');
     this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'proposed', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
+    if (++s.plansSincePrune >= PRUNE_PLANS_EVERY) this.prunePlans(s);
     this.log.info(
       {
         sessionId: s.sessionId,
@@ -1473,6 +1484,17 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     );
     this.emit('plan', s, plan);
     return plan;
+  }
+
+  /** Bound the plans `s` keeps in the plan log (PlanLog.prune); a failure is logged, nothing else. */
+  private prunePlans(s: LiveSession): void {
+    s.plansSincePrune = 0;
+    try {
+      const gone = this.deps.plans.prune(s.sessionId, KEEP_ENDED_PLAN_BODIES, KEEP_ENDED_PLAN_ROWS);
+      if (gone.bodies > 0 || gone.rows > 0) this.log.debug({ sessionId: s.sessionId, ...gone }, 'plans that ended unapplied pruned');
+    } catch (err) {
+      this.log.warn({ sessionId: s.sessionId, err: describeError(err) }, 'plans not pruned; tried again later');
+    }
   }
 
   private expire(sessionId: string, planIds: readonly string[], why: string): void {

@@ -51,6 +51,8 @@ export class PlanLog {
   private readonly byId;
   private readonly markApplied;
   private readonly appliedById;
+  private readonly pruneBodies;
+  private readonly pruneRows;
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
@@ -62,6 +64,10 @@ export class PlanLog {
     this.byId = db.prepare(`SELECT p.*, b.plan AS plan FROM plans p LEFT JOIN plan_bodies b ON b.plan_id = p.plan_id WHERE p.plan_id = ?`);
     this.markApplied = db.prepare(`UPDATE plans SET status = ?, status_reason = ?, applied_edit_ids = ?, applied_offset = ? WHERE plan_id = ?`);
     this.appliedById = db.prepare(`SELECT status, applied_edit_ids, applied_offset FROM plans WHERE plan_id = ?`);
+    const ended = (keep: string): string => `SELECT plan_id FROM plans WHERE session_id = ? AND status IN ('expired', 'rejected') ORDER BY created_at DESC, plan_id DESC LIMIT -1 OFFSET ${keep}`;
+    this.pruneBodies = db.prepare(`DELETE FROM plan_bodies WHERE plan_id IN (${ended('?')})`);
+    // a row goes with its body (bodies are kept for fewer plans than rows)
+    this.pruneRows = db.prepare(`DELETE FROM plans WHERE plan_id IN (${ended('?')})`);
   }
 
   /** Store a plan (its status row and its body, atomically); a plan with the same id is replaced. */
@@ -134,6 +140,25 @@ export class PlanLog {
       appliedEditIds: parseIds(r.applied_edit_ids),
       appliedOffset: r.applied_offset ?? undefined,
     };
+  }
+
+  /**
+   * Bound what a session's plans keep. Of its plans that ended unapplied (`expired`, `rejected`:
+   * no ack can apply them any more, nothing replays them), only the newest `keepBodies` keep their
+   * body (the plan as proposed, with every edit's score factors: tens of kB) and the newest
+   * `keepRows` their status row (what an ack of an old plan id is told); older ones are deleted.
+   * Plans applied (a rebuild or a restart replays them) and plans still open are never pruned.
+   * Returns how many bodies and rows went.
+   */
+  prune(sessionId: string, keepBodies: number, keepRows: number): { bodies: number; rows: number } {
+    try {
+      return this.db.transaction(() => ({
+        bodies: this.pruneBodies.run(sessionId, keepBodies).changes,
+        rows: this.pruneRows.run(sessionId, keepRows).changes,
+      }))();
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot prune plans');
+    }
   }
 
   list(sessionId: string): StoredPlan[] {

@@ -75,6 +75,36 @@ describe('store', () => {
     expect(plans.list('s')).toHaveLength(1);
   });
 
+  it('prunes a session\'s plans that ended unapplied, oldest first, keeping the newest bodies and rows, and never an applied or open plan', () => {
+    const { db } = tempDb();
+    const plans = new PlanLog(db);
+    const statuses = ['expired', 'rejected', 'applied', 'proposed', 'partially-applied', 'advisory'] as const;
+    for (let i = 0; i < 60; i++) {
+      for (const sessionId of ['s', 't']) {
+        const planId = `${sessionId}${i}`;
+        plans.record({ planId, sessionId, createdAt: 1000 + i, status: 'proposed', headroomBefore: 0.1, headroomAfter: 0.3, plan: { planId, edits: [] } });
+        const status = statuses[i % statuses.length] as (typeof statuses)[number];
+        if (status === 'applied' || status === 'partially-applied') plans.setApplied(planId, status, undefined, [], i);
+        else if (status !== 'proposed') plans.setStatus(planId, status);
+      }
+    }
+    // 20 ended unapplied (expired or rejected) of the 60
+    expect(plans.prune('s', 5, 12)).toEqual({ bodies: 15, rows: 8 });
+    const ids = (status: string): string[] => plans.list('s').filter((p) => p.status === status).map((p) => p.planId);
+    const ended = plans.list('s').filter((p) => p.status === 'expired' || p.status === 'rejected');
+    // the newest 12 rows, the newest 5 with their body
+    expect(ended.map((p) => p.planId)).toEqual(['s24', 's25', 's30', 's31', 's36', 's37', 's42', 's43', 's48', 's49', 's54', 's55']);
+    expect(ended.filter((p) => p.plan !== undefined).map((p) => p.planId)).toEqual(['s43', 's48', 's49', 's54', 's55']);
+    // applied and open plans all stay, whole
+    for (const status of ['applied', 'partially-applied', 'proposed', 'advisory']) {
+      expect(ids(status)).toHaveLength(10);
+      for (const id of ids(status)) expect(plans.get(id)?.plan).toEqual({ planId: id, edits: [] });
+    }
+    // another session's plans are its own
+    expect(plans.list('t')).toHaveLength(60);
+    expect(plans.prune('s', 5, 12)).toEqual({ bodies: 0, rows: 0 });
+  });
+
   it('records which edits of a plan were applied, at which transcript offset, across a reopen', () => {
     const { db, path } = tempDb();
     const plans = new PlanLog(db);

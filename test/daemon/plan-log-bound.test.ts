@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { Daemon } from '../../src/daemon/daemon.js';
+import { resolveDaemonOptions } from '../../src/daemon/config.js';
+import type { DaemonStatus } from '../../src/daemon/api.js';
+import { KEEP_ENDED_PLAN_BODIES } from '../../src/daemon/sessions.js';
+import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
+import { ContextdClient } from '../../src/ipc/client.js';
+import { openDb, PlanLog } from '../../src/store/index.js';
+import { stateDbPath } from '../../src/store/paths.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('the plan log of a long-running session', () => {
+  it('keeps the bodies of only the newest plans that ended unapplied, and every applied plan whole', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-planlog-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'sessions'));
+    writeFileSync(join(dir, 'sessions', 'long.jsonl'), demoTranscriptJsonl({ rounds: 8, variant: 'p' }));
+    const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000 });
+    const daemon = new Daemon(options, { logger: pino({ level: 'silent' }) });
+    await daemon.start();
+    const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
+    const planned: string[] = [];
+    let applied = '';
+    try {
+      await c.connect();
+      const id = ((await c.status()) as unknown as DaemonStatus).sessions[0]?.sessionId as string;
+      // one plan applied in part, then plan after plan declined (session.compact may propose anything again)
+      const first = await c.compact(id, { targetHeadroom: 0.9999 });
+      await c.ack({ planId: first.planId, applied: true, editIds: [first.edits[0]?.editId as string] });
+      applied = first.planId;
+      for (let i = 0; i < 45; i++) {
+        const p = await c.compact(id, { targetHeadroom: 0.9999 });
+        planned.push(p.planId);
+        await c.ack({ planId: p.planId, applied: false, reason: 'test: declined' });
+      }
+    } finally {
+      await c.close();
+      await daemon.stop();
+    }
+    const db = openDb(stateDbPath(join(dir, 'state')));
+    try {
+      const plans = new PlanLog(db);
+      const rows = planned.map((p) => plans.get(p));
+      // every row is kept (500 by default), the bodies of the newest only: pruned every 20 plans
+      expect(rows.every((r) => r?.status === 'rejected')).toBe(true);
+      const withBody = rows.filter((r) => r?.plan !== undefined).length;
+      expect(withBody).toBeGreaterThanOrEqual(KEEP_ENDED_PLAN_BODIES);
+      expect(withBody).toBeLessThanOrEqual(KEEP_ENDED_PLAN_BODIES + 20);
+      expect(rows.at(-1)?.plan).toBeDefined();
+      expect(rows[0]?.plan).toBeUndefined();
+      // the applied plan stays whole: a restart or a rebuild replays it
+      expect(plans.get(applied)).toMatchObject({ status: 'partially-applied', plan: { planId: applied } });
+    } finally {
+      db.close();
+    }
+  }, 90_000);
+});
