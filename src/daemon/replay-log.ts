@@ -40,20 +40,35 @@ export interface StepSink {
 /**
  * The sink of `sessionId`'s steps in `store`. The first step of a new list (seq 0) drops
  * whatever was kept before it. A write that fails is logged, and the session is marked as one
- * whose steps cannot be replayed (when that write fails too, the gap it leaves in `seq` says so
- * when the steps are read).
+ * whose steps cannot be replayed; the later steps of that list are not written (when the mark
+ * fails too, it is tried again at each of them, and the gap left in `seq` says so meanwhile).
  */
 export function keptStepSink(store: ModelSteps, sessionId: string, log: Logger): StepSink {
+  // A step of the current list is not kept: later ones are not written (an INSERT OR REPLACE
+  // must never fill the gap with a step of another list), and the "cannot be replayed" marker
+  // is tried again at each of them until it is written.
+  let skipping = false;
+  let lost: string | undefined;
+  const mark = (why: string): void => {
+    try {
+      store.markUnreplayable(sessionId, why);
+      lost = undefined;
+    } catch {
+      lost = why; // the store cannot be written now: tried again at the next step
+    }
+  };
   const failed = (err: unknown): void => {
     log.warn({ sessionId, err: describeError(err) }, 'model step not kept: after a restart this session is rebuilt from its transcript alone (or without its latest edits)');
-    try {
-      store.markUnreplayable(sessionId, `a model step could not be kept: ${describeError(err)}`);
-    } catch {
-      // the store cannot be written now: see above
-    }
+    mark(`a model step could not be kept: ${describeError(err)}`);
+    skipping = true;
   };
   return {
     append: (seq, step) => {
+      if (seq === 0) skipping = false;
+      else if (skipping) {
+        if (lost !== undefined) mark(lost);
+        return;
+      }
       try {
         if (seq === 0) store.clear(sessionId);
         store.append(sessionId, seq, step);
@@ -71,8 +86,13 @@ export function keptStepSink(store: ModelSteps, sessionId: string, log: Logger):
     clear: () => {
       try {
         store.clear(sessionId);
+        skipping = false;
+        lost = undefined;
       } catch (err) {
         log.warn({ sessionId, err: describeError(err) }, 'kept model steps not cleared');
+        // the old steps must not be replayed with a model built without them
+        mark(`kept model steps could not be cleared: ${describeError(err)}`);
+        skipping = true;
       }
     },
   };

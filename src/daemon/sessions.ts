@@ -293,7 +293,13 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.steady = true;
     // Transcripts that end before their last kept step's offset (cut while the daemon was
     // stopped): rebuilt from what was read; the rebuild finds the steps past it and drops them.
-    for (const s of this.sessions.values()) if (s.replayFrom !== undefined) this.replayKeptSteps(s, s.pending.at(-1)?.toOffset ?? 0);
+    for (const s of this.sessions.values()) {
+      if (s.replayFrom === undefined) continue;
+      // Shutting down: the lines still queued were dropped, the transcript is not short. The
+      // steps stay kept (for the next start); requests waiting for the model go on.
+      if (this.closing) this.stopWaitingForSteps(s);
+      else this.replayKeptSteps(s, s.pending.at(-1)?.toOffset ?? 0);
+    }
   }
 
   /** Resolves once the sessions with steps kept by the run before are rebuilt (or failed to be: logged). */

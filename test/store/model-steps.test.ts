@@ -100,7 +100,7 @@ describe('model steps kept across restarts', () => {
     log2.applied('p1', 10);
     log2.applied('p2', 20); // refused, and so is the mark
     db.exec('DROP TRIGGER refuse');
-    log2.applied('p3', 30);
-    expect(steps.load('b')).toEqual({ unreplayable: 'model step 1 of session b is missing' });
+    log2.applied('p3', 30); // not written (never after a gap): the mark is tried again, and is written now
+    expect(steps.load('b')).toEqual({ unreplayable: expect.stringMatching(/^a model step could not be kept: .*disk is full/) });
   });
 });
