@@ -7,9 +7,14 @@ import { pino } from 'pino';
 import { Daemon } from '../../src/daemon/daemon.js';
 import { resolveDaemonOptions } from '../../src/daemon/config.js';
 import type { DaemonStatus } from '../../src/daemon/api.js';
-import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
+import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import { ContextdClient } from '../../src/ipc/client.js';
-import { ModelSteps, openDb } from '../../src/store/index.js';
+import { Archive, HeadroomLog, ModelSteps, PlanLog, openDb, type Db, type ModelStep } from '../../src/store/index.js';
+import { SessionManager } from '../../src/daemon/sessions.js';
+import { createTokenCounter } from '../../src/model/tokens.js';
+import { createSummarizer } from '../../src/compact/index.js';
+import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
+import type { TranscriptEvent } from '../../src/model/messages.js';
 import { stateDbPath } from '../../src/store/paths.js';
 
 // A restart of the daemon (stop, start on the same state and transcripts) with real parts:
@@ -18,9 +23,11 @@ import { stateDbPath } from '../../src/store/paths.js';
 const dirs: string[] = [];
 const daemons: Daemon[] = [];
 const clients: ContextdClient[] = [];
+const dbs: Db[] = [];
 afterEach(async () => {
   for (const c of clients.splice(0)) await c.close();
   for (const d of daemons.splice(0)) await d.stop();
+  for (const db of dbs.splice(0)) if (db.open) db.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
@@ -91,6 +98,22 @@ async function editedSession(dir: string): Promise<{ s: Started; id: string; fil
   await s.c.ack({ planId: second.planId, applied: true });
   return { s, id, file };
 }
+
+
+function freshDb(): Db {
+  const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-db-'));
+  dirs.push(dir);
+  const db = openDb(join(dir, 'contextd.db'));
+  dbs.push(db);
+  return db;
+}
+
+function events(rounds: number): TranscriptEvent[] {
+  const adapter = createOpenAIChatAdapter();
+  return demoTranscript({ rounds }).flatMap((l, i) => adapter.parseLine(JSON.parse(JSON.stringify(l)) as Record<string, unknown>, i * 1000));
+}
+
+const silent = pino({ level: 'silent' });
 
 describe('a restarted daemon and the edits agents applied', () => {
   it('rebuilds a session with the edits its agent applied: the same sections, headroom and next plan, and later acks are kept for the next restart', async () => {
@@ -195,4 +218,23 @@ describe('a restarted daemon and the edits agents applied', () => {
       db.close();
     }
   }, 60_000);
+  it('keeps the steps of a session when a shutdown during the first scan drops its queued lines before any was applied', async () => {
+    const db = freshDb();
+    const modelSteps = new ModelSteps(db);
+    const kept: ModelStep[] = [{ kind: 'edits', planId: 'p1', offset: 4000 }];
+    modelSteps.append('a', 0, kept[0] as ModelStep);
+    const manager = new SessionManager(
+      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
+      { logger: silent, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
+    );
+    // First scan after a restart: the transcript's first batch is queued (its turn not come yet)...
+    manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', events(3), 1000, 1000);
+    // ...when SIGTERM arrives: Daemon.stop drops the queued lines, and Daemon.start goes on to settled/steadyState.
+    manager.stopIngest();
+    await manager.settled();
+    manager.steadyState();
+    await manager.replayedAtStart();
+    // Nothing says the transcript was cut: the next start must still replay the agent's edits.
+    expect(modelSteps.load('a')).toEqual({ steps: kept });
+  });
 });

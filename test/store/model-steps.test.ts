@@ -103,4 +103,18 @@ describe('model steps kept across restarts', () => {
     log2.applied('p3', 30); // not written (never after a gap): the mark is tried again, and is written now
     expect(steps.load('b')).toEqual({ unreplayable: expect.stringMatching(/^a model step could not be kept: .*disk is full/) });
   });
+
+  it('never joins an old list and a new one when the first step of the new list could not be written', () => {
+    const { db, steps } = open();
+    for (let i = 0; i < 3; i++) steps.append('a', i, { kind: 'edits', planId: `old${i}`, offset: 100 * (i + 1) });
+    // the disk is full for a moment: the new list's first write (clear + append) and the mark all fail
+    db.exec(`CREATE TRIGGER refuse_insert BEFORE INSERT ON model_steps BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;
+             CREATE TRIGGER refuse_delete BEFORE DELETE ON model_steps BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END;`);
+    const sink = keptStepSink(steps, 'a', silentLogger());
+    sink.append(0, { kind: 'rebase', offset: 50 });
+    db.exec('DROP TRIGGER refuse_insert; DROP TRIGGER refuse_delete');
+    sink.append(1, { kind: 'edits', planId: 'new1', offset: 60 });
+    // refused (or the new list alone), never old0 + new1 + old2
+    expect(steps.load('a')).toEqual({ unreplayable: expect.stringMatching(/^a model step could not be kept: .*disk is full/) });
+  });
 });
