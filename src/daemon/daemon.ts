@@ -219,7 +219,7 @@ export class Daemon {
       // Ready means every transcript read is in its model (the tailer's batches wait their turn).
       await this.sessions?.settled();
       this.sessions?.steadyState();
-      // ...and every session read with edits kept by the run before has them replayed.
+      // ...and every session read with kept model steps (edits its agent applied) has them replayed.
       await this.sessions?.replayedAtStart();
     } finally {
       clearInterval(extend);

@@ -62,14 +62,14 @@ export class LiveSession {
    * Set while the model is released from memory (memory budget): the transcript offset it is
    * rebuilt up to (lines read and dropped with it included), its headroom then (for status), and
    * the offset the model itself had been read to. Rebuilt from the transcript on demand. Also set
-   * (`atStart`, no headroom) for a session waiting to be rebuilt with steps kept by the run
-   * before (`replayFrom`).
+   * (`fromKeptSteps`, no headroom) for a session opened with kept model steps, waiting to be
+   * rebuilt with them (`replayFrom`).
    */
-  released: { readonly offset: number; readonly headroom: HeadroomSnapshot | undefined; readonly modelOffset: number; readonly atStart?: true } | undefined;
+  released: { readonly offset: number; readonly headroom: HeadroomSnapshot | undefined; readonly modelOffset: number; readonly fromKeptSteps?: true } | undefined;
   /**
-   * Opened by the first scan after a restart with model steps kept by the run before: the
-   * transcript offset of the last one. The session waits released, its lines pending, until they
-   * reach it, then is rebuilt with the steps replayed (SessionManager.keptSteps).
+   * Opened with kept model steps (after a restart, or a finished session resumed): the transcript
+   * offset of the last one. The session waits released, its lines pending, until they reach it,
+   * then is rebuilt with the steps replayed (SessionManager.keptSteps).
    */
   replayFrom: number | undefined;
   /** Plans stored since the session's plans were last pruned (SessionManager.prunePlans). */

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { statSync } from 'node:fs';
 import type { TranscriptFormat } from '../ingest/types.js';
 import type { Message, TranscriptEvent } from '../model/messages.js';
 import { SessionModel } from '../model/index.js';
@@ -92,6 +93,18 @@ export const KEEP_ENDED_PLAN_BODIES = 20;
 export const KEEP_ENDED_PLAN_ROWS = 500;
 /** A session's plans are pruned once every this many plans stored. */
 const PRUNE_PLANS_EVERY = 20;
+
+/** A session waiting for its kept steps' offset with no line read for this long is rebuilt from what was read (`watchStalledReplay`). */
+const REPLAY_STALL_MS = 5_000;
+
+/** The size of `file` in bytes, or undefined when it cannot be read. */
+function fileSize(file: string): number | undefined {
+  try {
+    return statSync(file).size;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Why a session is forgotten when its transcript is removed (`removeSession`'s default). */
 const TRANSCRIPT_REMOVED = 'transcript removed';
@@ -191,10 +204,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly rebuildDue = new RebuildList<LiveSession>();
   /** Sessions whose check before a release could not read the plan log (said once until it can). */
   private readonly checkUnreadable = new WeakSet<LiveSession>();
-  /** Rebuilds of sessions with steps kept by the run before (`replayedAtStart`). */
+  /** Rebuilds of sessions opened with kept model steps (`replayedAtStart`). */
   private readonly startReplays = new Set<Promise<void>>();
   /** Sessions waiting for their kept steps' offset (`replayFrom`): what a request for the model waits on. */
-  private readonly replayWaits = new Map<LiveSession, { readonly until: Promise<void>; readonly resolve: () => void }>();
+  private readonly replayWaits = new Map<LiveSession, { readonly until: Promise<void>; readonly resolve: () => void; readonly watch: NodeJS.Timeout | undefined }>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -302,7 +315,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
   }
 
-  /** Resolves once the sessions with steps kept by the run before are rebuilt (or failed to be: logged). */
+  /** Resolves once the sessions opened with kept model steps so far are rebuilt (or failed to be: logged). */
   async replayedAtStart(): Promise<void> {
     while (this.startReplays.size > 0) await Promise.all(this.startReplays);
   }
@@ -313,11 +326,12 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
-   * A session just opened: steps the run before kept for it (edits the agent applied) are
-   * replayed when it was opened by the first scan after a restart. It waits released (its lines
-   * pending) until they reach the last step's offset, then is rebuilt as a released session is.
-   * Opened later (a transcript that appears once the daemon runs), or with steps that cannot be
-   * replayed, its model is its transcript alone and the kept steps are dropped.
+   * A session just opened (by the first scan after a restart, or later: a transcript that was
+   * not live at the start, a finished session resumed): steps kept for it (edits the agent
+   * applied) are replayed. It waits released, its lines pending, until they reach the last
+   * step's offset, then is rebuilt as a released session is. With steps that cannot be replayed
+   * — marked so, or a transcript shorter now than where the last step was taken — its model is
+   * its transcript alone and the kept steps are dropped.
    */
   private keptSteps(s: LiveSession): void {
     const store = this.deps.modelSteps;
@@ -326,12 +340,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     try {
       kept = store.load(s.sessionId);
     } catch (err) {
-      this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'model steps kept by the run before cannot be read: the session is built from its transcript alone, without the edits the agent applied');
+      this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'kept model steps cannot be read: the session is built from its transcript alone, without the edits the agent applied');
       return;
     }
     if (kept === undefined) return;
-    const why = 'unreplayable' in kept ? kept.unreplayable : this.steady ? 'the transcript was opened after the first scan' : undefined;
     const last = 'steps' in kept ? kept.steps.at(-1) : undefined;
+    let why = 'unreplayable' in kept ? kept.unreplayable : undefined;
+    if (why === undefined && last) {
+      const size = fileSize(s.file);
+      if (size === undefined || size < last.offset) why = `the transcript (${size ?? 'unreadable'} bytes) ends before the offset of its last step (${last.offset})`;
+    }
     if (why !== undefined || !last) {
       if (why !== undefined) this.log.warn({ sessionId: s.sessionId, why }, 'kept model steps dropped: the session is built from its transcript alone, without the edits the agent applied');
       s.replay.clear();
@@ -341,14 +359,35 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.replayFrom = last.offset;
     let resolve = (): void => undefined;
     const until = new Promise<void>((r) => (resolve = r));
-    this.replayWaits.set(s, { until, resolve });
-    s.released = { offset: 0, headroom: undefined, modelOffset: 0, atStart: true };
+    this.replayWaits.set(s, { until, resolve, watch: this.steady ? this.watchStalledReplay(s) : undefined });
+    s.released = { offset: 0, headroom: undefined, modelOffset: 0, fromKeptSteps: true };
+  }
+
+  /**
+   * Once the daemon runs, a session waiting for its kept steps' offset (`keptSteps`) whose lines
+   * stop coming short of it (none read or queued for REPLAY_STALL_MS: the transcript was
+   * rewritten shorter in place as it was opened) is rebuilt from what was read; the rebuild finds
+   * the steps past it and drops them. (During the first scan `steadyState` does this.)
+   */
+  private watchStalledReplay(s: LiveSession): NodeJS.Timeout {
+    let seen = -1;
+    const timer = setInterval(() => {
+      const at = s.pending.at(-1)?.toOffset ?? 0;
+      if (s.replayFrom === undefined) clearInterval(timer);
+      else if (at === seen && !this.queued.has(s)) this.replayKeptSteps(s, at);
+      seen = at;
+    }, REPLAY_STALL_MS);
+    timer.unref();
+    return timer;
   }
 
   /** `s` no longer waits for its kept steps' offset: requests waiting for its model go on. */
   private stopWaitingForSteps(s: LiveSession): void {
     s.replayFrom = undefined;
-    this.replayWaits.get(s)?.resolve();
+    const wait = this.replayWaits.get(s);
+    if (!wait) return;
+    if (wait.watch) clearInterval(wait.watch);
+    wait.resolve();
     this.replayWaits.delete(s);
   }
 
@@ -365,7 +404,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     // every line pending was read up to `offset`: the rebuild reads them from the transcript
     s.pending.length = 0;
-    s.released = { offset, headroom: undefined, modelOffset: offset, atStart: true };
+    s.released = { offset, headroom: undefined, modelOffset: offset, fromKeptSteps: true };
     const done = this.restore(s).then(
       () => undefined,
       (err: unknown) => this.notRebuilt(s, err),
@@ -714,7 +753,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!model || failed !== undefined) {
       // Fail safe: the transcript alone, as a new model (no plan of the old one is taken for it).
       // It counts the sections the lost edits had replaced again: it over-states, never under-states, what the agent holds.
-      this.log.error({ sessionId: s.sessionId, file: s.file, why: failed, steps: s.replay.steps.length }, `${r.atStart ? 'session read at start' : 'released session'} rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log`);
+      this.log.error({ sessionId: s.sessionId, file: s.file, why: failed, steps: s.replay.steps.length }, `${r.fromKeptSteps ? 'session opened with kept model steps' : 'released session'} rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log`);
       model = fromTranscript();
       s.replay.clear();
       this.expire(s.sessionId, s.life.rebuilt(), 'the session model was rebuilt without its applied edits');
@@ -737,7 +776,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.life.restored(model.version);
     this.log.info(
       { sessionId: s.sessionId, tokens: model.tokens(), pending: s.pending.length, plansReplayed: failed === undefined ? replayed.filter((st) => st.kind === 'edits').length : 0 },
-      r.atStart ? 'session read at start rebuilt with the model steps the run before kept' : 'released session rebuilt from its transcript',
+      r.fromKeptSteps ? 'session rebuilt from its transcript and the model steps kept for it' : 'released session rebuilt from its transcript',
     );
     const pending = s.pending.splice(0);
     for (const p of pending) this.apply(s, p.events, p.toOffset);

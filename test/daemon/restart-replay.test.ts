@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -133,7 +133,7 @@ describe('a restarted daemon and the edits agents applied', () => {
     expect(await again.c.sections(id)).toEqual(sections);
     expect(await again.c.headroom(id)).toEqual(headroom);
     expect((await again.c.compact(id, { targetHeadroom: 0.9999, dryRun: true })).edits).toEqual(next.edits);
-    expect(again.logs.some((l) => l['msg'] === 'session read at start rebuilt with the model steps the run before kept' && l['plansReplayed'] === 2)).toBe(true);
+    expect(again.logs.some((l) => l['msg'] === 'session rebuilt from its transcript and the model steps kept for it' && l['plansReplayed'] === 2)).toBe(true);
 
     // An edit applied after the restart is kept too, after the two replayed ones.
     appendFileSync(file, appended(1));
@@ -163,8 +163,8 @@ describe('a restarted daemon and the edits agents applied', () => {
     expect((await cut.c.sections(id)).some((x) => x.compacted)).toBe(false);
     // the sections the edits replaced are counted again: over-stated, never under-stated
     expect((await cut.c.headroom(id)).tokens).toBeGreaterThan(edited.tokens);
-    const failed = cut.logs.find((l) => l['msg'] === 'session read at start rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
-    expect(failed?.['why']).toMatch(/transcript ends before the offset of a step/);
+    const dropped = cut.logs.find((l) => l['msg'] === 'kept model steps dropped: the session is built from its transcript alone, without the edits the agent applied');
+    expect(dropped?.['why']).toMatch(/^the transcript \(\d+ bytes\) ends before the offset of its last step \(\d+\)$/);
     await stop(cut);
     const db = openDb(stateDbPath(join(dir, 'state')));
     try {
@@ -183,25 +183,29 @@ describe('a restarted daemon and the edits agents applied', () => {
     writeFileSync(file, demoTranscriptJsonl({ rounds: 12, variant: 'q' }));
     const other = await start(dir);
     expect((await other.c.sections(id)).some((x) => x.compacted)).toBe(false);
-    const failed = other.logs.find((l) => l['msg'] === 'session read at start rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
+    const failed = other.logs.find((l) => l['msg'] === 'session opened with kept model steps rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log');
     expect(failed?.['why']).toMatch(/an edit did not apply again: .*replaced \d+ tokens of messages/);
   }, 90_000);
 
-  it('drops the kept steps of a transcript that appears only once the daemon runs (it is built from its transcript alone)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-late-'));
+  it('replays the kept steps of a session that was not live at the restart once its agent resumes it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-resumed-'));
     dirs.push(dir);
     const { s, id, file } = await editedSession(dir);
+    const shape = (xs: readonly { id: string; tokens: number; compacted?: boolean }[]): unknown[] => xs.map((x) => [x.id, x.tokens, x.compacted === true]);
+    const before = shape(await s.c.sections(id));
     await stop(s);
-    const away = join(dir, 'edited.jsonl');
-    writeFileSync(away, readFileSync(file));
-    rmSync(file);
-    const late = await start(dir);
-    writeFileSync(join(dir, 'sessions', 'staged'), readFileSync(away));
-    renameSync(join(dir, 'sessions', 'staged'), file);
-    await sessionRow(late.c, 'edited');
-    await until('the late transcript read', async () => ((await late.c.headroom(id)).tokens > 0 ? true : undefined));
-    expect((await late.c.sections(id)).some((x) => x.compacted)).toBe(false);
-    expect(late.logs.find((l) => l['msg'] === 'kept model steps dropped: the session is built from its transcript alone, without the edits the agent applied')?.['why']).toBe('the transcript was opened after the first scan');
+    // untouched for two hours: the first scan leaves it unread (not live)
+    const old = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(file, old, old);
+    const later = await start(dir);
+    expect(((await later.c.status()) as unknown as DaemonStatus).sessions.some((r) => r.sessionId === id)).toBe(false);
+    // the agent resumes it: the transcript is read from its start, the kept steps replayed, the new lines applied after them
+    appendFileSync(file, appended(2));
+    await sessionRow(later.c, 'edited');
+    const after = shape(await later.c.sections(id));
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(after.length).toBeGreaterThan(before.length);
+    expect(later.logs.some((l) => l['msg'] === 'session rebuilt from its transcript and the model steps kept for it' && l['plansReplayed'] === 2)).toBe(true);
   }, 90_000);
 
   it('forgets the kept steps of a session whose transcript is removed', async () => {
@@ -221,14 +225,17 @@ describe('a restarted daemon and the edits agents applied', () => {
   it('keeps the steps of a session when a shutdown during the first scan drops its queued lines before any was applied', async () => {
     const db = freshDb();
     const modelSteps = new ModelSteps(db);
+    const file = join(dirs.at(-1) as string, 'a.jsonl');
+    writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
     const kept: ModelStep[] = [{ kind: 'edits', planId: 'p1', offset: 4000 }];
+    expect(statSync(file).size).toBeGreaterThan(4000);
     modelSteps.append('a', 0, kept[0] as ModelStep);
     const manager = new SessionManager(
       { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
       { logger: silent, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
     );
     // First scan after a restart: the transcript's first batch is queued (its turn not come yet)...
-    manager.enqueue('/t/a.jsonl', 'a', 'openai-chat', events(3), 1000, 1000);
+    manager.enqueue(file, 'a', 'openai-chat', events(3), 1000, 1000);
     // ...when SIGTERM arrives: Daemon.stop drops the queued lines, and Daemon.start goes on to settled/steadyState.
     manager.stopIngest();
     await manager.settled();
@@ -237,4 +244,27 @@ describe('a restarted daemon and the edits agents applied', () => {
     // Nothing says the transcript was cut: the next start must still replay the agent's edits.
     expect(modelSteps.load('a')).toEqual({ steps: kept });
   });
+
+  it('rebuilds a session opened with kept steps once the daemon runs from what was read when its lines stop short of the last step', async () => {
+    const db = freshDb();
+    const modelSteps = new ModelSteps(db);
+    const file = join(dirs.at(-1) as string, 'b.jsonl');
+    writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
+    modelSteps.append('b', 0, { kind: 'edits', planId: 'p1', offset: 4000 });
+    const logs: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write: (c: Buffer, _e, done) => (logs.push(JSON.parse(c.toString()) as Record<string, unknown>), done()) }));
+    const manager = new SessionManager(
+      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
+      { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
+    );
+    manager.steadyState();
+    // the file is long enough as it is opened, but its lines stop at 1000 (rewritten shorter in place meanwhile)
+    manager.enqueue(file, 'b', 'openai-chat', events(1), 1000, 1000);
+    const s = await manager.requireLoaded('b'); // waits for the stall (REPLAY_STALL_MS twice), then the rebuild
+    expect(s.released).toBeUndefined();
+    expect(s.model.messages().length).toBeGreaterThan(0);
+    expect(logs.some((l) => l['msg'] === 'session opened with kept model steps rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log')).toBe(true);
+    expect(modelSteps.load('b')).toBeUndefined();
+    manager.stopIngest();
+  }, 30_000);
 });
