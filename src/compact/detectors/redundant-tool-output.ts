@@ -163,6 +163,11 @@ function boundedJaccard(a: LineHashes, b: LineHashes, need: number): number {
   // Jaccard ≤ |small| / |large| (same float division as a full containment would give)
   if (small.length / large.length < need) return -1;
   const total = a.length + b.length;
+  // The best case (every remaining line of the smaller side shared) clearly below the threshold,
+  // best / (total − best) < need − 1e-9, is best < limit: total − best > 0, so the division is
+  // done once here, not once per step.
+  const c = need - 1e-9;
+  const limit = (c * total) / (1 + c);
   let inter = 0;
   let i = 0;
   let j = 0;
@@ -170,14 +175,15 @@ function boundedJaccard(a: LineHashes, b: LineHashes, need: number): number {
     const x = a[i] as number;
     const y = b[j] as number;
     if (x === y) {
+      // the best case stays as it was
       inter++;
       i++;
       j++;
-    } else if (x < y) i++;
+      continue;
+    }
+    if (x < y) i++;
     else j++;
-    // the best case (every remaining line of the smaller side shared) is clearly below the threshold
-    const best = inter + Math.min(a.length - i, b.length - j);
-    if (best / (total - best) < need - 1e-9) return -1;
+    if (inter + Math.min(a.length - i, b.length - j) < limit) return -1;
   }
   const sim = inter / (total - inter);
   return sim >= need ? sim : -1;
