@@ -158,7 +158,8 @@ function similarityAtLeast(a: LineHashes, b: LineHashes, need: number): number {
   return v;
 }
 
-function boundedJaccard(a: LineHashes, b: LineHashes, need: number): number {
+/** Jaccard similarity of two sorted, distinct hash sets when it reaches `need` (0 < need ≤ 1), else -1. */
+export function boundedJaccard(a: LineHashes, b: LineHashes, need: number): number {
   const [small, large] = a.length <= b.length ? [a, b] : [b, a];
   // Jaccard ≤ |small| / |large| (same float division as a full containment would give)
   if (small.length / large.length < need) return -1;
