@@ -94,8 +94,13 @@ export const KEEP_ENDED_PLAN_ROWS = 500;
 /** A session's plans are pruned once every this many plans stored. */
 const PRUNE_PLANS_EVERY = 20;
 
-/** A session waiting for its kept steps' offset with no line read for this long is rebuilt from what was read (`watchStalledReplay`). */
+/**
+ * How often a session waiting for its kept steps' offset looks whether its lines stopped short
+ * of it, and how long they may stop before it is rebuilt from what was read whatever the file's
+ * size (`watchStalledReplay`).
+ */
 const REPLAY_STALL_MS = 5_000;
+const REPLAY_GIVE_UP_MS = 60_000;
 
 /** The size of `file` in bytes, or undefined when it cannot be read. */
 function fileSize(file: string): number | undefined {
@@ -304,15 +309,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** The first scan is over: hold each session's reads as `room` says. */
   steadyState(): void {
     this.steady = true;
-    // Transcripts that end before their last kept step's offset (cut while the daemon was
-    // stopped): rebuilt from what was read; the rebuild finds the steps past it and drops them.
-    for (const s of this.sessions.values()) {
-      if (s.replayFrom === undefined) continue;
-      // Shutting down: the lines still queued were dropped, the transcript is not short. The
-      // steps stay kept (for the next start); requests waiting for the model go on.
-      if (this.closing) this.stopWaitingForSteps(s);
-      else this.replayKeptSteps(s, s.pending.at(-1)?.toOffset ?? 0);
-    }
+    // Transcripts whose lines ended before their last kept step's offset (rewritten shorter in
+    // place as they were opened): rebuilt from what was read; the rebuild finds the steps past it
+    // and drops them. (A shutdown during the first scan stopped every wait first, `stopIngest`:
+    // the lines it dropped do not make a transcript short, and the steps stay kept.)
+    for (const s of this.sessions.values()) if (s.replayFrom !== undefined) this.replayKeptSteps(s, s.pending.at(-1)?.toOffset ?? 0);
   }
 
   /** Resolves once the sessions opened with kept model steps so far are rebuilt (or failed to be: logged). */
@@ -365,17 +366,25 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /**
    * Once the daemon runs, a session waiting for its kept steps' offset (`keptSteps`) whose lines
-   * stop coming short of it (none read or queued for REPLAY_STALL_MS: the transcript was
-   * rewritten shorter in place as it was opened) is rebuilt from what was read; the rebuild finds
-   * the steps past it and drops them. (During the first scan `steadyState` does this.)
+   * stop short of it is rebuilt from what was read; the rebuild finds the steps past it and drops
+   * them. Stopped short means: no line read or queued since the last look (every
+   * REPLAY_STALL_MS), and either the transcript is now shorter than that offset (rewritten in
+   * place as it opened) or that has lasted REPLAY_GIVE_UP_MS (a last line never ended). Lines
+   * merely held back (backpressure) keep the file's size, so they are waited for. (During the
+   * first scan `steadyState` does this.)
    */
   private watchStalledReplay(s: LiveSession): NodeJS.Timeout {
     let seen = -1;
+    let still = 0;
     const timer = setInterval(() => {
+      if (s.replayFrom === undefined) return void clearInterval(timer);
       const at = s.pending.at(-1)?.toOffset ?? 0;
-      if (s.replayFrom === undefined) clearInterval(timer);
-      else if (at === seen && !this.queued.has(s)) this.replayKeptSteps(s, at);
+      const moved = at !== seen || this.queued.has(s);
       seen = at;
+      still = moved ? 0 : still + 1;
+      if (still === 0) return;
+      const size = fileSize(s.file);
+      if (size === undefined || size < s.replayFrom || still * REPLAY_STALL_MS >= REPLAY_GIVE_UP_MS) this.replayKeptSteps(s, at);
     }, REPLAY_STALL_MS);
     timer.unref();
     return timer;
@@ -1151,6 +1160,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       if (s.planTimer) clearTimeout(s.planTimer);
       s.planTimer = undefined;
     }
+    // Sessions waiting for their kept steps stay released (the steps stay kept for the next
+    // start); requests waiting for their model go on and find it released.
+    for (const s of [...this.replayWaits.keys()]) this.stopWaitingForSteps(s);
   }
 
   /**

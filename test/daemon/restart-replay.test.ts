@@ -245,7 +245,7 @@ describe('a restarted daemon and the edits agents applied', () => {
     expect(modelSteps.load('a')).toEqual({ steps: kept });
   });
 
-  it('rebuilds a session opened with kept steps once the daemon runs from what was read when its lines stop short of the last step', async () => {
+  it('rebuilds a session opened with kept steps once the daemon runs from what was read when its transcript is rewritten shorter than the last step as it opens', async () => {
     const db = freshDb();
     const modelSteps = new ModelSteps(db);
     const file = join(dirs.at(-1) as string, 'b.jsonl');
@@ -258,13 +258,35 @@ describe('a restarted daemon and the edits agents applied', () => {
       { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
     );
     manager.steadyState();
-    // the file is long enough as it is opened, but its lines stop at 1000 (rewritten shorter in place meanwhile)
+    // the file is long enough as it is opened, but its lines stop at 1000: it is rewritten shorter in place
     manager.enqueue(file, 'b', 'openai-chat', events(1), 1000, 1000);
+    const whole = readFileSync(file);
+    await new Promise((r) => setTimeout(r, 100));
+    writeFileSync(file, whole.subarray(0, whole.indexOf('\n', 900) + 1));
     const s = await manager.requireLoaded('b'); // waits for the stall (REPLAY_STALL_MS twice), then the rebuild
     expect(s.released).toBeUndefined();
     expect(s.model.messages().length).toBeGreaterThan(0);
     expect(logs.some((l) => l['msg'] === 'session opened with kept model steps rebuilt from its transcript WITHOUT the edits the agent applied: they could not be replayed from the plan log')).toBe(true);
     expect(modelSteps.load('b')).toBeUndefined();
+    manager.stopIngest();
+  }, 30_000);
+
+  it('keeps waiting for the kept steps\' offset while the transcript is long enough and its lines are only slow to come', async () => {
+    const db = freshDb();
+    const modelSteps = new ModelSteps(db);
+    const file = join(dirs.at(-1) as string, 'c.jsonl');
+    writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
+    modelSteps.append('c', 0, { kind: 'edits', planId: 'p1', offset: 4000 });
+    const manager = new SessionManager(
+      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
+      { logger: silent, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
+    );
+    manager.steadyState();
+    const s = manager.enqueue(file, 'c', 'openai-chat', events(1), 1000, 1000);
+    // held back (backpressure, a slow disk) for more than two looks: not taken for a short transcript
+    await new Promise((r) => setTimeout(r, 11_000));
+    expect(s.replayFrom).toBe(4000);
+    expect(modelSteps.load('c')).toEqual({ steps: [{ kind: 'edits', planId: 'p1', offset: 4000 }] });
     manager.stopIngest();
   }, 30_000);
 });
