@@ -14,7 +14,7 @@ import { VERSION } from '../version.js';
 import type { DaemonOptions } from './config.js';
 import { stateDbPath } from '../store/paths.js';
 import { startCheckpointer, type Checkpointer } from '../store/checkpointer.js';
-import { SessionManager } from './sessions.js';
+import { KEEP_ENDED_PLAN_BODIES, KEEP_ENDED_PLAN_ROWS, SessionManager } from './sessions.js';
 import { yieldToEventLoop } from './loop-budget.js';
 import { redactMessages } from '../harvest/index.js';
 import type { LiveSession } from './live-session.js';
@@ -135,6 +135,8 @@ export class Daemon {
     this.derivedCache.dropOtherVersions();
     const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
+    const plans = new PlanLog(this.db);
+    this.endLastRunsPlans(plans);
     this.sessions = new SessionManager(o, {
       logger: this.deps.logger,
       tokenCounter,
@@ -143,7 +145,7 @@ export class Daemon {
       summarizer,
       headroomLog: new HeadroomLog(this.db),
       archive: new Archive(this.db),
-      plans: new PlanLog(this.db),
+      plans,
       modelSteps: new ModelSteps(this.db),
       now: this.now,
       hasSubscribers: (sessionId) => this.subscriberCount(sessionId) > 0,
@@ -371,6 +373,22 @@ export class Daemon {
   }
 
   /** Connections subscribed to a session. */
+  /**
+   * Plans open when the last run stopped can no longer be acked: marked expired. Then every
+   * session's plans that ended unapplied are bounded (SessionManager prunes them as it plans, but
+   * a session opened for fewer plans than that, run after run, would never be). A failure is
+   * logged; the start goes on.
+   */
+  private endLastRunsPlans(plans: PlanLog): void {
+    try {
+      const expired = plans.expireOpen('contextd restarted: the plan was open when it stopped');
+      const pruned = plans.pruneAll(KEEP_ENDED_PLAN_BODIES, KEEP_ENDED_PLAN_ROWS);
+      if (expired > 0 || pruned.bodies > 0 || pruned.rows > 0) this.log.info({ expired, prunedBodies: pruned.bodies, prunedRows: pruned.rows }, 'plan log: plans open at the last stop expired, ended plans pruned');
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'plan log not tidied at start; continuing');
+    }
+  }
+
   private subscriberCount(sessionId: string): number {
     return this.subscriptions.connectionsOf(sessionId).size;
   }

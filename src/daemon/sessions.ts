@@ -336,7 +336,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   private keptSteps(s: LiveSession): void {
     const store = this.deps.modelSteps;
-    if (!store) return;
+    // (opened by a read that went on as the daemon stops: its steps stay kept, nothing waits)
+    if (!store || this.closing) return;
     let kept;
     try {
       kept = store.load(s.sessionId);

@@ -53,6 +53,9 @@ export class PlanLog {
   private readonly appliedById;
   private readonly pruneBodies;
   private readonly pruneRows;
+  private readonly pruneAllBodies;
+  private readonly pruneAllRows;
+  private readonly expireOpenRows;
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
@@ -68,6 +71,10 @@ export class PlanLog {
     this.pruneBodies = db.prepare(`DELETE FROM plan_bodies WHERE plan_id IN (${ended('?')})`);
     // a row goes with its body (bodies are kept for fewer plans than rows)
     this.pruneRows = db.prepare(`DELETE FROM plans WHERE plan_id IN (${ended('?')})`);
+    const endedAll = `SELECT plan_id FROM (SELECT plan_id, ROW_NUMBER() OVER (PARTITION BY session_id ORDER BY created_at DESC, plan_id DESC) AS n FROM plans WHERE status IN ('expired', 'rejected')) WHERE n > ?`;
+    this.pruneAllBodies = db.prepare(`DELETE FROM plan_bodies WHERE plan_id IN (${endedAll})`);
+    this.pruneAllRows = db.prepare(`DELETE FROM plans WHERE plan_id IN (${endedAll})`);
+    this.expireOpenRows = db.prepare(`UPDATE plans SET status = 'expired', status_reason = ? WHERE status IN ('proposed', 'advisory')`);
   }
 
   /** Store a plan (its status row and its body, atomically); a plan with the same id is replaced. */
@@ -158,6 +165,34 @@ export class PlanLog {
       }))();
     } catch (err) {
       throw wrapStoreError(err, 'cannot prune plans');
+    }
+  }
+
+  /**
+   * `prune` for every session at once (a daemon start: a session opened for fewer plans than
+   * prune is asked every, run after run, is bounded too).
+   */
+  pruneAll(keepBodies: number, keepRows: number): { bodies: number; rows: number } {
+    try {
+      return this.db.transaction(() => ({
+        bodies: this.pruneAllBodies.run(keepBodies).changes,
+        rows: this.pruneAllRows.run(keepRows).changes,
+      }))();
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot prune plans');
+    }
+  }
+
+  /**
+   * Plans still open (proposed, advisory) as a daemon starts were open in a run that ended: no
+   * ack can apply them now. They are marked expired with `reason` (an ack of one is told so,
+   * and they are pruned like other ended plans). Returns how many.
+   */
+  expireOpen(reason: string): number {
+    try {
+      return this.expireOpenRows.run(reason).changes;
+    } catch (err) {
+      throw wrapStoreError(err, 'cannot update plan status');
     }
   }
 

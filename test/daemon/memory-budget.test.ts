@@ -13,6 +13,7 @@ import { stateDbPath } from '../../src/store/paths.js';
 import { TemplateStore } from '../../src/store/templates.js';
 import { harvestFile } from '../../src/harvest/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
+import { until } from './helpers.js';
 
 const dirs: string[] = [];
 const daemons: Daemon[] = [];
@@ -41,15 +42,6 @@ async function start(dir: string, maxSessionTokens: number, state = join(dir, 's
 async function status(c: ContextdClient): Promise<{ heldTokens: number; rows: Map<string, Row> }> {
   const s = (await c.status()) as unknown as DaemonStatus;
   return { heldTokens: s.heldTokens, rows: new Map(s.sessions.map((r) => [r.file.replace(/^.*\//, '').replace('.jsonl', ''), r])) };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 /** Four transcripts of distinct sizes in `dir/sessions`. */

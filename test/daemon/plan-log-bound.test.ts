@@ -62,4 +62,37 @@ describe('the plan log of a long-running session', () => {
       db.close();
     }
   }, 90_000);
+
+  it('marks a plan left open when the daemon stopped expired at the next start', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-planlog-restart-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'sessions'));
+    writeFileSync(join(dir, 'sessions', 'open.jsonl'), demoTranscriptJsonl({ rounds: 8, variant: 'o' }));
+    const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000 });
+    const run = async <T>(body: (c: ContextdClient) => Promise<T>): Promise<T> => {
+      const daemon = new Daemon(options, { logger: pino({ level: 'silent' }) });
+      await daemon.start();
+      const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
+      try {
+        await c.connect();
+        return await body(c);
+      } finally {
+        await c.close();
+        await daemon.stop();
+      }
+    };
+    const open = await run(async (c) => {
+      const id = ((await c.status()) as unknown as DaemonStatus).sessions[0]?.sessionId as string;
+      return (await c.compact(id, { targetHeadroom: 0.9999 })).planId; // never answered
+    });
+    const refused = await run(async (c) => c.ack({ planId: open, applied: true }).then(() => undefined, (err: unknown) => err as Error));
+    expect(refused?.message).toMatch(/has expired or was superseded/);
+    // stored as such (it read "proposed" for good, and was never pruned)
+    const db = openDb(stateDbPath(join(dir, 'state')));
+    try {
+      expect(new PlanLog(db).get(open)).toMatchObject({ status: 'expired', statusReason: 'contextd restarted: the plan was open when it stopped' });
+    } finally {
+      db.close();
+    }
+  }, 90_000);
 });

@@ -16,6 +16,7 @@ import { createSummarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { stateDbPath } from '../../src/store/paths.js';
+import { until } from './helpers.js';
 
 // A restart of the daemon (stop, start on the same state and transcripts) with real parts:
 // the daemon in this process, its socket, SQLite state and chokidar watching the folder.
@@ -61,15 +62,6 @@ async function stop(s: Started): Promise<void> {
   clients.splice(clients.indexOf(s.c), 1);
   await s.daemon.stop();
   daemons.splice(daemons.indexOf(s.daemon), 1);
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 400; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 async function sessionRow(c: ContextdClient, name: string): Promise<DaemonStatus['sessions'][number]> {
@@ -288,5 +280,33 @@ describe('a restarted daemon and the edits agents applied', () => {
     expect(s.replayFrom).toBe(4000);
     expect(modelSteps.load('c')).toEqual({ steps: [{ kind: 'edits', planId: 'p1', offset: 4000 }] });
     manager.stopIngest();
+  }, 30_000);
+
+  it('keeps the steps, and lets a request waiting for them go on, when the daemon stops once running before a line was applied', async () => {
+    const db = freshDb();
+    const modelSteps = new ModelSteps(db);
+    const file = join(dirs.at(-1) as string, 'd.jsonl');
+    writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
+    const kept: ModelStep[] = [{ kind: 'edits', planId: 'p1', offset: 4000 }];
+    modelSteps.append('d', 0, kept[0] as ModelStep);
+    const manager = new SessionManager(
+      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
+      { logger: silent, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
+    );
+    manager.steadyState();
+    const s = manager.enqueue(file, 'd', 'openai-chat', events(3), 1000, 1000);
+    const waiting = manager.requireLoaded('d').then(
+      () => 'answered',
+      () => 'refused',
+    );
+    manager.stopIngest(); // Daemon.stop: the queued lines are dropped
+    expect(s.replayFrom).toBeUndefined(); // nothing waits for the stall watch any more
+    expect(['answered', 'refused']).toContain(await waiting);
+    expect(modelSteps.load('d')).toEqual({ steps: kept }); // the lines dropped do not make the transcript short
+    // a read that goes on as the daemon stops opens no wait either
+    modelSteps.append('e', 0, kept[0] as ModelStep);
+    const late = manager.enqueue(file, 'e', 'openai-chat', events(3), 1000, 1000);
+    expect(late.replayFrom).toBeUndefined();
+    expect(modelSteps.load('e')).toEqual({ steps: kept });
   }, 30_000);
 });
