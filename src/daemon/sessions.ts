@@ -18,6 +18,7 @@ import { IngestQueue } from './ingest-queue.js';
 import { LoopBudget, type BudgetWorker } from './loop-budget.js';
 import { holdsReads, ReadGate } from './read-gate.js';
 import { RebuildList, rebuildFits } from './rebuild-list.js';
+import { StepWaits } from './step-waits.js';
 import { checkSteps, keptStepSink, rebaseModel, ReplayLog, replayModel, resolveSteps, type ResolvedStep, type StepSink } from './replay-log.js';
 import { ADVISORY_PLAN_INTERVAL_MS, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
 
@@ -62,8 +63,8 @@ export interface SessionManagerDeps {
   readonly plans: PlanLog;
   /**
    * Where each tailed session's model steps (applied edits, rebuilds) are kept across restarts:
-   * a session read in the first scan after a restart gets them replayed. Undefined: not kept
-   * (a restart builds models from their transcripts alone).
+   * a session opened with kept steps gets them replayed (`keptSteps`). Undefined: not kept (a
+   * restart builds models from their transcripts alone).
    */
   readonly modelSteps?: ModelSteps;
   readonly now?: () => number;
@@ -212,7 +213,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Rebuilds of sessions opened with kept model steps (`replayedAtStart`). */
   private readonly startReplays = new Set<Promise<void>>();
   /** Sessions waiting for their kept steps' offset (`replayFrom`): what a request for the model waits on. */
-  private readonly replayWaits = new Map<LiveSession, { readonly until: Promise<void>; readonly resolve: () => void; readonly watch: NodeJS.Timeout | undefined }>();
+  private readonly replayWaits = new StepWaits<LiveSession>();
 
   constructor(options: LoopOptions, private readonly deps: SessionManagerDeps) {
     super();
@@ -359,9 +360,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     s.replay = new ReplayLog(this.stepSink(s.sessionId), 'steps' in kept ? kept.steps : []);
     s.replayFrom = last.offset;
-    let resolve = (): void => undefined;
-    const until = new Promise<void>((r) => (resolve = r));
-    this.replayWaits.set(s, { until, resolve, watch: this.steady ? this.watchStalledReplay(s) : undefined });
+    this.replayWaits.start(s, this.steady ? this.watchStalledReplay(s) : undefined);
     s.released = { offset: 0, headroom: undefined, modelOffset: 0, fromKeptSteps: true };
   }
 
@@ -394,11 +393,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** `s` no longer waits for its kept steps' offset: requests waiting for its model go on. */
   private stopWaitingForSteps(s: LiveSession): void {
     s.replayFrom = undefined;
-    const wait = this.replayWaits.get(s);
-    if (!wait) return;
-    if (wait.watch) clearInterval(wait.watch);
-    wait.resolve();
-    this.replayWaits.delete(s);
+    this.replayWaits.stop(s);
   }
 
   /** Rebuild `s` from its transcript read to `offset` with its kept steps (`keptSteps`). */
@@ -678,9 +673,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * the offset it had (token counts come from the cache), then the appends that waited apply.
    */
   async restore(s: LiveSession): Promise<LiveSession> {
-    // Read at start with kept steps: its rebuild starts once the lines read reach them.
-    const wait = this.replayWaits.get(s);
-    if (wait) await wait.until;
+    // Opened with kept steps: its rebuild starts once the lines read reach them.
+    const wait = this.replayWaits.until(s);
+    if (wait) await wait;
     if (s.released) {
       s.restoring ??= this.rebuild(s).finally(() => {
         s.restoring = undefined;
@@ -722,8 +717,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         throw this.planLogUnreadable(s, err);
       }
     }
-    // A step past the lines the rebuild reads: the transcript is shorter than when it was taken
-    // (cut while the daemon was stopped: `keptSteps`).
+    // A step past the lines the rebuild reads: the transcript's lines stopped short of it (a
+    // session opened with kept steps: `steadyState`, `watchStalledReplay`).
     if (typeof steps !== 'string' && steps.some((st) => st.offset > r.modelOffset)) steps = `the transcript ends before the offset of a step (${String(steps.at(-1)?.offset)} > ${r.modelOffset})`;
     const replayed = typeof steps === 'string' ? [] : steps;
     // A file replaced before the tailer's reset: FILE_REPLACED (the reset rebuilds it from 0), not the new file's lines as the old session.
@@ -1163,7 +1158,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     // Sessions waiting for their kept steps stay released (the steps stay kept for the next
     // start); requests waiting for their model go on and find it released.
-    for (const s of [...this.replayWaits.keys()]) this.stopWaitingForSteps(s);
+    for (const s of this.replayWaits.keys()) this.stopWaitingForSteps(s);
   }
 
   /**
