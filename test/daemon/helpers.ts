@@ -1,3 +1,9 @@
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { Daemon } from '../../src/daemon/daemon.js';
+import { resolveDaemonOptions } from '../../src/daemon/config.js';
+import { ContextdClient } from '../../src/ipc/client.js';
+
 /** Helpers of the daemon tests that drive a daemon through its socket. */
 
 /**
@@ -11,4 +17,37 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/** A daemon in this process and a client connected to it. */
+export interface StartedDaemon {
+  readonly daemon: Daemon;
+  readonly c: ContextdClient;
+  /** Closes the client, then stops the daemon. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Start a daemon watching `dir/sessions`, its socket and state in `dir` (a budget of 1M tokens),
+ * and connect a client; resolves once the daemon reports ready.
+ */
+export async function startDaemon(dir: string, logger: Logger = pino({ level: 'silent' })): Promise<StartedDaemon> {
+  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000 });
+  const daemon = new Daemon(options, { logger });
+  await daemon.start();
+  const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
+  try {
+    await c.connect();
+  } catch (err) {
+    await daemon.stop();
+    throw err;
+  }
+  return {
+    daemon,
+    c,
+    stop: async () => {
+      await c.close();
+      await daemon.stop();
+    },
+  };
 }

@@ -2,15 +2,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { Daemon } from '../../src/daemon/daemon.js';
-import { resolveDaemonOptions } from '../../src/daemon/config.js';
 import type { DaemonStatus } from '../../src/daemon/api.js';
 import { KEEP_ENDED_PLAN_BODIES } from '../../src/daemon/sessions.js';
 import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
-import { ContextdClient } from '../../src/ipc/client.js';
+import type { ContextdClient } from '../../src/ipc/client.js';
 import { openDb, PlanLog } from '../../src/store/index.js';
 import { stateDbPath } from '../../src/store/paths.js';
+import { startDaemon } from './helpers.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -23,14 +21,10 @@ describe('the plan log of a long-running session', () => {
     dirs.push(dir);
     mkdirSync(join(dir, 'sessions'));
     writeFileSync(join(dir, 'sessions', 'long.jsonl'), demoTranscriptJsonl({ rounds: 8, variant: 'p' }));
-    const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000 });
-    const daemon = new Daemon(options, { logger: pino({ level: 'silent' }) });
-    await daemon.start();
-    const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
+    const { c, stop } = await startDaemon(dir);
     const planned: string[] = [];
     let applied = '';
     try {
-      await c.connect();
       const id = ((await c.status()) as unknown as DaemonStatus).sessions[0]?.sessionId as string;
       // one plan applied in part, then plan after plan declined (session.compact may propose anything again)
       const first = await c.compact(id, { targetHeadroom: 0.9999 });
@@ -42,8 +36,7 @@ describe('the plan log of a long-running session', () => {
         await c.ack({ planId: p.planId, applied: false, reason: 'test: declined' });
       }
     } finally {
-      await c.close();
-      await daemon.stop();
+      await stop();
     }
     const db = openDb(stateDbPath(join(dir, 'state')));
     try {
@@ -68,17 +61,12 @@ describe('the plan log of a long-running session', () => {
     dirs.push(dir);
     mkdirSync(join(dir, 'sessions'));
     writeFileSync(join(dir, 'sessions', 'open.jsonl'), demoTranscriptJsonl({ rounds: 8, variant: 'o' }));
-    const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000 });
     const run = async <T>(body: (c: ContextdClient) => Promise<T>): Promise<T> => {
-      const daemon = new Daemon(options, { logger: pino({ level: 'silent' }) });
-      await daemon.start();
-      const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
+      const { c, stop } = await startDaemon(dir);
       try {
-        await c.connect();
         return await body(c);
       } finally {
-        await c.close();
-        await daemon.stop();
+        await stop();
       }
     };
     const open = await run(async (c) => {

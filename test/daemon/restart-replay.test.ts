@@ -3,9 +3,8 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { Daemon } from '../../src/daemon/daemon.js';
-import { resolveDaemonOptions } from '../../src/daemon/config.js';
 import type { DaemonStatus } from '../../src/daemon/api.js';
 import { demoTranscript, demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import { ContextdClient } from '../../src/ipc/client.js';
@@ -16,7 +15,7 @@ import { createSummarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { stateDbPath } from '../../src/store/paths.js';
-import { until } from './helpers.js';
+import { startDaemon, until } from './helpers.js';
 
 // A restart of the daemon (stop, start on the same state and transcripts) with real parts:
 // the daemon in this process, its socket, SQLite state and chokidar watching the folder.
@@ -40,7 +39,6 @@ interface Started {
 }
 
 async function start(dir: string): Promise<Started> {
-  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000 });
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -48,13 +46,10 @@ async function start(dir: string): Promise<Started> {
       done();
     },
   });
-  const daemon = new Daemon(options, { logger: pino({ level: 'info' }, sink) });
-  daemons.push(daemon);
-  await daemon.start();
-  const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
-  clients.push(c);
-  await c.connect();
-  return { c, daemon, logs };
+  const started = await startDaemon(dir, pino({ level: 'info' }, sink));
+  daemons.push(started.daemon);
+  clients.push(started.c);
+  return { c: started.c, daemon: started.daemon, logs };
 }
 
 async function stop(s: Started): Promise<void> {
@@ -106,6 +101,28 @@ function events(rounds: number): TranscriptEvent[] {
 }
 
 const silent = pino({ level: 'silent' });
+
+/** The step kept for each session of the session-manager tests: a plan applied at offset 4000 (one the plan log does not hold). */
+const KEPT: ModelStep = { kind: 'edits', planId: 'p1', offset: 4000 };
+
+/**
+ * A session manager as the daemon makes it, over a fresh state in which `KEPT` is kept for
+ * session `id`, and that session's transcript `id.jsonl` (longer than KEPT's offset); no
+ * daemon, no tailer: the tests hand it the tailer's batches.
+ */
+function keptStepFixture(id: string, logger: Logger = silent): { manager: SessionManager; modelSteps: ModelSteps; file: string } {
+  const db = freshDb();
+  const modelSteps = new ModelSteps(db);
+  const file = join(dirs.at(-1) as string, `${id}.jsonl`);
+  writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
+  expect(statSync(file).size).toBeGreaterThan(KEPT.offset);
+  modelSteps.append(id, 0, KEPT);
+  const manager = new SessionManager(
+    { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
+    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
+  );
+  return { manager, modelSteps, file };
+}
 
 describe('a restarted daemon and the edits agents applied', () => {
   it('rebuilds a session with the edits its agent applied: the same sections, headroom and next plan, and later acks are kept for the next restart', async () => {
@@ -214,18 +231,9 @@ describe('a restarted daemon and the edits agents applied', () => {
       db.close();
     }
   }, 60_000);
+
   it('keeps the steps of a session when a shutdown during the first scan drops its queued lines before any was applied', async () => {
-    const db = freshDb();
-    const modelSteps = new ModelSteps(db);
-    const file = join(dirs.at(-1) as string, 'a.jsonl');
-    writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
-    const kept: ModelStep[] = [{ kind: 'edits', planId: 'p1', offset: 4000 }];
-    expect(statSync(file).size).toBeGreaterThan(4000);
-    modelSteps.append('a', 0, kept[0] as ModelStep);
-    const manager = new SessionManager(
-      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
-      { logger: silent, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
-    );
+    const { manager, modelSteps, file } = keptStepFixture('a');
     // First scan after a restart: the transcript's first batch is queued (its turn not come yet)...
     manager.enqueue(file, 'a', 'openai-chat', events(3), 1000, 1000);
     // ...when SIGTERM arrives: Daemon.stop drops the queued lines, and Daemon.start goes on to settled/steadyState.
@@ -234,21 +242,13 @@ describe('a restarted daemon and the edits agents applied', () => {
     manager.steadyState();
     await manager.replayedAtStart();
     // Nothing says the transcript was cut: the next start must still replay the agent's edits.
-    expect(modelSteps.load('a')).toEqual({ steps: kept });
+    expect(modelSteps.load('a')).toEqual({ steps: [KEPT] });
   });
 
   it('rebuilds a session opened with kept steps once the daemon runs from what was read when its transcript is rewritten shorter than the last step as it opens', async () => {
-    const db = freshDb();
-    const modelSteps = new ModelSteps(db);
-    const file = join(dirs.at(-1) as string, 'b.jsonl');
-    writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
-    modelSteps.append('b', 0, { kind: 'edits', planId: 'p1', offset: 4000 });
     const logs: Record<string, unknown>[] = [];
     const logger = pino({ level: 'info' }, new Writable({ write: (c: Buffer, _e, done) => (logs.push(JSON.parse(c.toString()) as Record<string, unknown>), done()) }));
-    const manager = new SessionManager(
-      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
-      { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
-    );
+    const { manager, modelSteps, file } = keptStepFixture('b', logger);
     manager.steadyState();
     // the file is long enough as it is opened, but its lines stop at 1000: it is rewritten shorter in place
     manager.enqueue(file, 'b', 'openai-chat', events(1), 1000, 1000);
@@ -264,35 +264,18 @@ describe('a restarted daemon and the edits agents applied', () => {
   }, 30_000);
 
   it('keeps waiting for the kept steps\' offset while the transcript is long enough and its lines are only slow to come', async () => {
-    const db = freshDb();
-    const modelSteps = new ModelSteps(db);
-    const file = join(dirs.at(-1) as string, 'c.jsonl');
-    writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
-    modelSteps.append('c', 0, { kind: 'edits', planId: 'p1', offset: 4000 });
-    const manager = new SessionManager(
-      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
-      { logger: silent, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
-    );
+    const { manager, modelSteps, file } = keptStepFixture('c');
     manager.steadyState();
     const s = manager.enqueue(file, 'c', 'openai-chat', events(1), 1000, 1000);
     // held back (backpressure, a slow disk) for more than two looks: not taken for a short transcript
     await new Promise((r) => setTimeout(r, 11_000));
-    expect(s.replayFrom).toBe(4000);
-    expect(modelSteps.load('c')).toEqual({ steps: [{ kind: 'edits', planId: 'p1', offset: 4000 }] });
+    expect(s.replayFrom).toBe(KEPT.offset);
+    expect(modelSteps.load('c')).toEqual({ steps: [KEPT] });
     manager.stopIngest();
   }, 30_000);
 
   it('keeps the steps, and lets a request waiting for them go on, when the daemon stops once running before a line was applied', async () => {
-    const db = freshDb();
-    const modelSteps = new ModelSteps(db);
-    const file = join(dirs.at(-1) as string, 'd.jsonl');
-    writeFileSync(file, demoTranscriptJsonl({ rounds: 3 }));
-    const kept: ModelStep[] = [{ kind: 'edits', planId: 'p1', offset: 4000 }];
-    modelSteps.append('d', 0, kept[0] as ModelStep);
-    const manager = new SessionManager(
-      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
-      { logger: silent, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger: silent }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), modelSteps },
-    );
+    const { manager, modelSteps, file } = keptStepFixture('d');
     manager.steadyState();
     const s = manager.enqueue(file, 'd', 'openai-chat', events(3), 1000, 1000);
     const waiting = manager.requireLoaded('d').then(
@@ -302,11 +285,11 @@ describe('a restarted daemon and the edits agents applied', () => {
     manager.stopIngest(); // Daemon.stop: the queued lines are dropped
     expect(s.replayFrom).toBeUndefined(); // nothing waits for the stall watch any more
     expect(['answered', 'refused']).toContain(await waiting);
-    expect(modelSteps.load('d')).toEqual({ steps: kept }); // the lines dropped do not make the transcript short
+    expect(modelSteps.load('d')).toEqual({ steps: [KEPT] }); // the lines dropped do not make the transcript short
     // a read that goes on as the daemon stops opens no wait either
-    modelSteps.append('e', 0, kept[0] as ModelStep);
+    modelSteps.append('e', 0, KEPT);
     const late = manager.enqueue(file, 'e', 'openai-chat', events(3), 1000, 1000);
     expect(late.replayFrom).toBeUndefined();
-    expect(modelSteps.load('e')).toEqual({ steps: kept });
+    expect(modelSteps.load('e')).toEqual({ steps: [KEPT] });
   }, 30_000);
 });
