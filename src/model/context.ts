@@ -250,7 +250,7 @@ export class LiveContext {
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
     if (firstEntry && firstEntry.frags.some((f) => f.section !== undefined && !doomed.has(f.section))) at++;
-    const entry = buildEntry(message, this.counter);
+    const entry = buildEntry(message, this.counter, this.tokenCache);
     if (this.derived) this.analyse(entry.frags);
     const goneEntries = new Set<Entry>();
     for (const rec of recs) {

@@ -5,6 +5,7 @@ import {
   IMAGE_TOKEN_ESTIMATE,
   MESSAGE_OVERHEAD_TOKENS,
 } from '../../src/model/index.js';
+import type { TokenCountCache } from '../../src/model/tokens.js';
 import { call, callMsg, countingCounter, msg, prose, result, user, asst } from './helpers.js';
 
 describe('token counting', () => {
@@ -47,5 +48,35 @@ describe('token counting', () => {
     m.goal();
     m.messages();
     expect(counter.calls).toBe(before);
+  });
+
+  it('counts a summary that replaces sections through the token cache: a model rebuilt with the same edit tokenizes nothing', () => {
+    const stored = new Map<string, readonly number[]>();
+    const cache: TokenCountCache = {
+      get: (encoding, texts) => stored.get(`${encoding}\u0000${texts.join('\u0000')}`),
+      set: (encoding, texts, counts) => void stored.set(`${encoding}\u0000${texts.join('\u0000')}`, counts),
+    };
+    const summary = { text: 'Read src/file1.ts and src/file2.ts: the pool drains on timeout, retried with backoff (see recall).', editId: 'e1', handle: 'h1', reason: 'low-score' as const };
+    const build = (counter: ReturnType<typeof countingCounter>): SessionModel => {
+      const m = new SessionModel({ sessionId: 'S', tokenCounter: counter, tokenCache: cache });
+      m.apply(user('u0', 'Refactor the planner and keep the tests green, and say which files changed'));
+      for (let i = 0; i < 3; i++) {
+        m.apply(callMsg(`c${i}`, [call(`k${i}`, 'Read', `{"path":"src/file${i}.ts"}`)]));
+        m.apply(result(`r${i}`, `k${i}`, prose(i + 1000, 200)));
+      }
+      return m;
+    };
+    const first = countingCounter();
+    const m1 = build(first);
+    const ids = m1.sections().filter((x) => x.kind === 'tool-call' && !x.anchor).map((x) => x.id).slice(0, 2);
+    const before = first.calls;
+    m1.replaceSections(ids, summary);
+    expect(first.calls).toBe(before + 1); // the summary's text, counted once and stored
+    const again = countingCounter();
+    const m2 = build(again);
+    const built = again.calls;
+    m2.replaceSections(ids, summary);
+    expect(again.calls).toBe(built); // read from the cache, as a restart replaying the edit does
+    expect(m2.tokens()).toBe(m1.tokens());
   });
 });
