@@ -95,6 +95,9 @@ export const KEEP_ENDED_PLAN_ROWS = 500;
 /** A session's plans are pruned once every this many plans stored. */
 const PRUNE_PLANS_EVERY = 20;
 
+/** Rebuilds of sessions opened with kept model steps run this many at a time (`runKeptStepReplays`). */
+const KEPT_STEP_REBUILDS_AT_ONCE = 2;
+
 /**
  * How often a session waiting for its kept steps' offset looks whether its lines stopped short
  * of it, and how long they may stop before it is rebuilt from what was read whatever the file's
@@ -210,8 +213,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly rebuildDue = new RebuildList<LiveSession>();
   /** Sessions whose check before a release could not read the plan log (said once until it can). */
   private readonly checkUnreadable = new WeakSet<LiveSession>();
-  /** Rebuilds of sessions opened with kept model steps (`replayedAtStart`). */
+  /** Rebuilds of sessions opened with kept model steps under way (`replayedAtStart`), and those waiting for a slot. */
   private readonly startReplays = new Set<Promise<void>>();
+  private readonly replayQueue = new Set<LiveSession>();
+  private replaysRunning = 0;
   /** Sessions waiting for their kept steps' offset (`replayFrom`): what a request for the model waits on. */
   private readonly replayWaits = new StepWaits<LiveSession>();
 
@@ -410,12 +415,33 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // every line pending was read up to `offset`: the rebuild reads them from the transcript
     s.pending.length = 0;
     s.released = { offset, headroom: undefined, modelOffset: offset, fromKeptSteps: true };
-    const done = this.restore(s).then(
-      () => undefined,
-      (err: unknown) => this.notRebuilt(s, err),
-    );
-    this.startReplays.add(done);
-    void done.finally(() => this.startReplays.delete(done));
+    this.replayQueue.add(s);
+    this.runKeptStepReplays();
+  }
+
+  /**
+   * Start the rebuilds of sessions opened with kept steps, KEPT_STEP_REBUILDS_AT_ONCE at most: each
+   * reads its transcript and builds its model at once (a restart with many edited sessions would
+   * otherwise hold them all in memory together). A request or an append that needs one sooner
+   * rebuilds it at once (`restore`).
+   */
+  private runKeptStepReplays(): void {
+    while (this.replaysRunning < KEPT_STEP_REBUILDS_AT_ONCE && this.replayQueue.size > 0) {
+      const s = this.replayQueue.values().next().value as LiveSession;
+      this.replayQueue.delete(s);
+      this.replaysRunning++;
+      const done: Promise<void> = this.restore(s)
+        .then(
+          () => undefined,
+          (err: unknown) => this.notRebuilt(s, err),
+        )
+        .finally(() => {
+          this.replaysRunning--;
+          this.startReplays.delete(done);
+          if (!this.closing) this.runKeptStepReplays();
+        });
+      this.startReplays.add(done);
+    }
   }
 
   /** Whether reads of `s`'s transcript wait (see `room`). */
@@ -471,6 +497,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         if (toOffset !== undefined && toOffset >= s.replayFrom) this.replayKeptSteps(s, toOffset);
         return;
       }
+      if (this.replayQueue.has(s)) return; // its rebuild comes in its turn (runKeptStepReplays), these lines after it
       this.restore(s).then(undefined, (err: unknown) => this.notRebuilt(s, err));
       return;
     }
@@ -1159,6 +1186,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     // Sessions waiting for their kept steps stay released (the steps stay kept for the next
     // start); requests waiting for their model go on and find it released.
     for (const s of this.replayWaits.keys()) this.stopWaitingForSteps(s);
+    this.replayQueue.clear();
   }
 
   /**

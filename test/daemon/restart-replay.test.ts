@@ -86,7 +86,6 @@ async function editedSession(dir: string): Promise<{ s: Started; id: string; fil
   return { s, id, file };
 }
 
-
 function freshDb(): Db {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-db-'));
   dirs.push(dir);
@@ -157,6 +156,27 @@ describe('a restarted daemon and the edits agents applied', () => {
     expect(await third3.c.sections(id)).toEqual(sections3);
     expect(await third3.c.headroom(id)).toEqual(headroom3);
     expect(third3.logs.some((l) => l['plansReplayed'] === 3)).toBe(true);
+  }, 90_000);
+
+  it('rebuilds every edited session at a restart, a few at a time, each with its own edits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-many-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'sessions'));
+    const names = ['m0', 'm1', 'm2', 'm3', 'm4'];
+    names.forEach((n, i) => writeFileSync(join(dir, 'sessions', `${n}.jsonl`), demoTranscriptJsonl({ rounds: 6 + i, variant: String.fromCharCode(104 + i) })));
+    const s = await start(dir);
+    const shape = (xs: readonly { id: string; tokens: number; compacted?: boolean }[]): unknown[] => xs.map((x) => [x.id, x.tokens, x.compacted === true]);
+    const before = new Map<string, unknown>();
+    for (const n of names) {
+      const id = (await sessionRow(s.c, n)).sessionId;
+      const plan = await s.c.compact(id, { targetHeadroom: 0.9999 });
+      await s.c.ack({ planId: plan.planId, applied: true });
+      before.set(id, shape(await s.c.sections(id)));
+    }
+    await stop(s);
+    const again = await start(dir);
+    for (const [id, sections] of before) expect(shape(await again.c.sections(id))).toEqual(sections);
+    expect(again.logs.filter((l) => l['msg'] === 'session rebuilt from its transcript and the model steps kept for it' && l['plansReplayed'] === 1)).toHaveLength(names.length);
   }, 90_000);
 
   it('builds a session from its transcript alone when its transcript was cut before its last step while the daemon was stopped, says so, and drops the steps', async () => {
