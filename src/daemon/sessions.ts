@@ -491,7 +491,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   private ingestInto(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
     if (s.released) {
-      s.pending.push({ events, toOffset });
+      // Waiting for kept steps: the rebuild reads these lines from the transcript again (only
+      // where they end is needed; holding them decoded costs ~1 B per transcript byte).
+      s.pending.push({ events: s.replayFrom !== undefined && toOffset !== undefined ? [] : events, toOffset });
       if (s.replayFrom !== undefined) {
         // Kept steps to replay: rebuilt once the lines read reach the last step's offset.
         if (toOffset !== undefined && toOffset >= s.replayFrom) this.replayKeptSteps(s, toOffset);
