@@ -372,7 +372,6 @@ export class Daemon {
     tailer.on('error', () => undefined);
   }
 
-  /** Connections subscribed to a session. */
   /**
    * Plans open when the last run stopped can no longer be acked: marked expired. Then every
    * session's plans that ended unapplied are bounded (SessionManager prunes them as it plans, but
@@ -389,6 +388,7 @@ export class Daemon {
     }
   }
 
+  /** Connections subscribed to a session. */
   private subscriberCount(sessionId: string): number {
     return this.subscriptions.connectionsOf(sessionId).size;
   }
