@@ -96,7 +96,7 @@ export const KEEP_ENDED_PLAN_ROWS = 500;
 const PRUNE_PLANS_EVERY = 20;
 
 /** Rebuilds of sessions opened with kept model steps run this many at a time (`runKeptStepReplays`). */
-const KEPT_STEP_REBUILDS_AT_ONCE = 2;
+export const KEPT_STEP_REBUILDS_AT_ONCE = 2;
 
 /**
  * How often a session waiting for its kept steps' offset looks whether its lines stopped short
@@ -375,8 +375,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * them. Stopped short means: no line read or queued since the last look (every
    * REPLAY_STALL_MS), and either the transcript is now shorter than that offset (rewritten in
    * place as it opened) or that has lasted REPLAY_GIVE_UP_MS (a last line never ended). Lines
-   * merely held back (backpressure) keep the file's size, so they are waited for. (During the
-   * first scan `steadyState` does this.)
+   * merely held back keep the file's size, and while the lines waiting over all sessions are over
+   * the high-water mark (backpressure) no look counts. (During the first scan `steadyState` does this.)
    */
   private watchStalledReplay(s: LiveSession): NodeJS.Timeout {
     let seen = -1;
@@ -384,7 +384,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const timer = setInterval(() => {
       if (s.replayFrom === undefined) return void clearInterval(timer);
       const at = s.pending.at(-1)?.toOffset ?? 0;
-      const moved = at !== seen || this.queued.has(s);
+      // (lines waiting to be applied anywhere over the high-water mark hold every read back: not a stall)
+      const moved = at !== seen || this.queued.has(s) || this.queued.bytes > INGEST_HIGH_WATER_BYTES;
       seen = at;
       still = moved ? 0 : still + 1;
       if (still === 0) return;
@@ -483,6 +484,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.sessions.set(sessionId, s);
       this.byFile.set(file, s);
       this.log.info({ sessionId, file, format }, 'session opened');
+      this.prunePlans(s); // what earlier runs left (a run of fewer than PRUNE_PLANS_EVERY plans prunes nothing itself)
       this.keptSteps(s);
       for (const p of this.sessions.values()) if (p.proxied?.agentSessionId === sessionId) this.link(p);
     }
@@ -911,6 +913,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       s = new LiveSession(sessionId, `socket:${sessionId}`, 'openai-chat', this.newModel(sessionId, budgetTokens), this.now());
       this.sessions.set(sessionId, s);
       this.log.info({ sessionId, messages: messages.length }, 'session opened (fed over the socket)');
+      this.prunePlans(s);
     }
     const ids = messages.map((m) => m.id);
     const f = s.fed;

@@ -53,8 +53,6 @@ export class PlanLog {
   private readonly appliedById;
   private readonly pruneBodies;
   private readonly pruneRows;
-  private readonly pruneAllBodies;
-  private readonly pruneAllRows;
   private readonly expireOpenRows;
 
   constructor(private readonly db: Db) {
@@ -71,9 +69,6 @@ export class PlanLog {
     this.pruneBodies = db.prepare(`DELETE FROM plan_bodies WHERE plan_id IN (${ended('?')})`);
     // a row goes with its body (bodies are kept for fewer plans than rows)
     this.pruneRows = db.prepare(`DELETE FROM plans WHERE plan_id IN (${ended('?')})`);
-    const endedAll = `SELECT plan_id FROM (SELECT plan_id, ROW_NUMBER() OVER (PARTITION BY session_id ORDER BY created_at DESC, plan_id DESC) AS n FROM plans WHERE status IN ('expired', 'rejected')) WHERE n > ?`;
-    this.pruneAllBodies = db.prepare(`DELETE FROM plan_bodies WHERE plan_id IN (${endedAll})`);
-    this.pruneAllRows = db.prepare(`DELETE FROM plans WHERE plan_id IN (${endedAll})`);
     this.expireOpenRows = db.prepare(`UPDATE plans SET status = 'expired', status_reason = ? WHERE status IN ('proposed', 'advisory')`);
   }
 
@@ -162,21 +157,6 @@ export class PlanLog {
       return this.db.transaction(() => ({
         bodies: this.pruneBodies.run(sessionId, keepBodies).changes,
         rows: this.pruneRows.run(sessionId, keepRows).changes,
-      }))();
-    } catch (err) {
-      throw wrapStoreError(err, 'cannot prune plans');
-    }
-  }
-
-  /**
-   * `prune` for every session at once (a daemon start: a session opened for fewer plans than
-   * prune is asked every, run after run, is bounded too).
-   */
-  pruneAll(keepBodies: number, keepRows: number): { bodies: number; rows: number } {
-    try {
-      return this.db.transaction(() => ({
-        bodies: this.pruneAllBodies.run(keepBodies).changes,
-        rows: this.pruneAllRows.run(keepRows).changes,
       }))();
     } catch (err) {
       throw wrapStoreError(err, 'cannot prune plans');

@@ -83,4 +83,36 @@ describe('the plan log of a long-running session', () => {
       db.close();
     }
   }, 90_000);
+
+  it('prunes what earlier runs left when a session opens, however few plans each run made', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-planlog-runs-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'sessions'));
+    writeFileSync(join(dir, 'sessions', 'runs.jsonl'), demoTranscriptJsonl({ rounds: 8, variant: 'n' }));
+    const declined: string[] = [];
+    const first = await startDaemon(dir);
+    try {
+      const id = ((await first.c.status()) as unknown as DaemonStatus).sessions[0]?.sessionId as string;
+      for (let i = 0; i < 30; i++) {
+        const p = await first.c.compact(id, { targetHeadroom: 0.9999 });
+        declined.push(p.planId);
+        await first.c.ack({ planId: p.planId, applied: false, reason: 'test: declined' });
+      }
+    } finally {
+      await first.stop();
+    }
+    const bodies = (): number => {
+      const db = openDb(stateDbPath(join(dir, 'state')));
+      try {
+        const plans = new PlanLog(db);
+        return declined.filter((p) => plans.get(p)?.plan !== undefined).length;
+      } finally {
+        db.close();
+      }
+    };
+    expect(bodies()).toBeGreaterThan(KEEP_ENDED_PLAN_BODIES); // pruned once, at the 20th plan
+    const second = await startDaemon(dir); // no plan made in this run
+    await second.stop();
+    expect(bodies()).toBe(KEEP_ENDED_PLAN_BODIES);
+  }, 90_000);
 });
