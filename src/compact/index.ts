@@ -3,7 +3,7 @@
  * Pure: plans are data; the daemon archives originals and pushes plans.
  */
 export * from './types.js';
-export { planCompaction, applyPlan, handleFor, originalsOf, planStanding, targetTokensFor, toCountedTokens, toCalibratedTokens, compactionTarget, detectorContext, SummaryCache, DEFAULT_HYSTERESIS, DEFAULT_SOFT_WATERMARK } from './planner.js';
+export { planCompaction, applyPlan, replacementOf, handleFor, originalsOf, planStanding, targetTokensFor, toCountedTokens, toCalibratedTokens, compactionTarget, detectorContext, SummaryCache, DEFAULT_HYSTERESIS, DEFAULT_SOFT_WATERMARK } from './planner.js';
 export type { PlanOptions } from './planner.js';
 export { compactWithStrategy, renderSections, MASK_PLACEHOLDER, MIDDLE_HEAD_MESSAGES, MIDDLE_SUMMARY_RATIO } from './strategies.js';
 export type { StrategyOptions } from './strategies.js';

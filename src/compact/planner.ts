@@ -7,6 +7,7 @@
 import type { Logger } from '../util/logger.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import type { Message } from '../model/messages.js';
+import type { ReplacementSummary } from '../model/session.js';
 import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from '../model/tokens.js';
 import type { ScoreFactors, Section } from '../model/types.js';
 import { CRUFT_DETECTORS, runDetectors } from './detectors/index.js';
@@ -664,8 +665,15 @@ export function applyPlan(model: EditableModel, plan: Plan, editIds?: readonly s
       }
     }
   }
-  const summaryOf = (e: Edit) => ({ text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason });
   // All at once where the model can: it scores its sections once instead of once per edit.
-  if (model.replaceEach) return model.replaceEach(edits.map((e) => ({ sectionIds: e.replaces, summary: summaryOf(e) })));
-  return edits.map((e) => model.replaceSections(e.replaces, summaryOf(e)));
+  if (model.replaceEach) return model.replaceEach(edits.map(replacementOf));
+  return edits.map((e) => {
+    const r = replacementOf(e);
+    return model.replaceSections(r.sectionIds, r.summary);
+  });
+}
+
+/** What an edit asks of the model: the sections it replaces and the summary put in their place. */
+export function replacementOf(e: Edit): { readonly sectionIds: readonly string[]; readonly summary: ReplacementSummary } {
+  return { sectionIds: e.replaces, summary: { text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason } };
 }

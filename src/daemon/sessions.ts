@@ -795,7 +795,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.expire(s.sessionId, s.life.rebuilt(), 'the session model was rebuilt without its applied edits');
     } else {
       const h = model.headroom();
-      const was = r.headroom; // none after a restart: each replayed edit was checked against what it replaces (checkEditsStand)
+      const was = r.headroom; // none after a restart: each replayed edit was checked against what it replaces (SessionModel.replayEach)
       // The model as it was released: the same tokens and sections (else say so: something it held is not in the transcript or plan log).
       if (was && (h.countedTokens !== was.countedTokens || h.sections !== was.sections)) {
         this.log.error({ sessionId: s.sessionId, file: s.file, tokens: h.countedTokens, releasedTokens: was.countedTokens, sections: h.sections, releasedSections: was.sections, steps: replayed.length }, 'released session rebuilt with other figures than it was released with');

@@ -2,7 +2,7 @@
  * The section model (design §4): pure, no fs, sockets or SQLite.
  */
 export { SessionModel } from './session.js';
-export type { SessionModelOptions, SessionCounts, ReplacementSummary } from './session.js';
+export type { SessionModelOptions, SessionCounts, ReplacementSummary, ReplayedEdit } from './session.js';
 export { Calibrator, CALIBRATION_SAMPLES } from './calibration.js';
 export type { Calibration } from './calibration.js';
 export { presetContextWindow, resolveBudget, DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVE_RATIO } from './budget.js';

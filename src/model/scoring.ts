@@ -32,11 +32,10 @@ function isContextdSummary(rec: SectionRec): boolean {
   return rec.base === 'summary' && first?.isSummary === true && first.id.startsWith(SUMMARY_ID_PREFIX);
 }
 
-export function scoreAll(ctx: ScoringContext): Section[] {
-  const { recs } = ctx;
-  // Message ranges (positions in the live message list).
+/** Each section's message range: the positions of its first and last entry in the live message list. */
+export function messageRanges(entries: readonly Entry[]): Map<SectionRec, { start: number; end: number }> {
   const ranges = new Map<SectionRec, { start: number; end: number }>();
-  ctx.entries.forEach((entry, i) => {
+  entries.forEach((entry, i) => {
     for (const f of entry.frags) {
       if (!f.section) continue;
       const r = ranges.get(f.section);
@@ -46,6 +45,12 @@ export function scoreAll(ctx: ScoringContext): Section[] {
       } else ranges.set(f.section, { start: i, end: i });
     }
   });
+  return ranges;
+}
+
+export function scoreAll(ctx: ScoringContext): Section[] {
+  const { recs } = ctx;
+  const ranges = messageRanges(ctx.entries);
 
   // Turns and timestamps.
   let turn = 0;

@@ -13,7 +13,8 @@ import { Calibrator, type Calibration } from './calibration.js';
 import { LiveContext } from './context.js';
 import { countMessages, type SectionRec } from './fragments.js';
 import { DEFAULT_HALF_LIFE_SECONDS, DEFAULT_HALF_LIFE_TURNS } from './recency.js';
-import { scoreAll, SUMMARY_ID_PREFIX } from './scoring.js';
+import { messageRanges, scoreAll, SUMMARY_ID_PREFIX } from './scoring.js';
+import { isAnchor, isPending, kindOf } from './priority.js';
 import { createTokenCounter, type TokenCountCache, type TokenCounter } from './tokens.js';
 import type { DerivedDataCache } from './derived.js';
 import type { Budget, HeadroomSnapshot, Section } from './types.js';
@@ -52,6 +53,20 @@ export interface ReplacementSummary {
   readonly editId: string;
   readonly handle: string;
   readonly reason: string;
+}
+
+/** An edit accepted before, replayed (`SessionModel.replayEach`): what it replaced when it was made. */
+export interface ReplayedEdit {
+  readonly sectionIds: readonly string[];
+  readonly summary: ReplacementSummary;
+  /** Tokens of the sections it replaced, and their message range, when it was made. */
+  readonly tokens: number;
+  readonly messageRange: { readonly start: number; readonly end: number };
+}
+
+/** An edit replayed (`replayEach`) that no longer stands. */
+function stale(editId: string, why: string): ContextdError {
+  return new ContextdError(ErrorCode.PLAN_EXPIRED, `edit ${editId} cannot be replayed: ${why}`, { editId });
 }
 
 function badOption(name: string, value: unknown): ContextdError {
@@ -294,7 +309,61 @@ export class SessionModel {
       }
       return { recs, summary };
     });
-    const created = batches.map(({ recs, summary }) => {
+    const created = this.replaceBatches(batches);
+    return created.map((id) => {
+      const section = this.section(id);
+      if (!section) throw new ContextdError(ErrorCode.LIFECYCLE, 'summary section vanished');
+      return section;
+    });
+  }
+
+  /**
+   * Replays edits accepted before (the rebuild of a released session, or of one after a
+   * restart): as `replaceEach`, without scoring the model before or after — nothing reads the
+   * scores, and a rebuild replaying many plans scored the whole model once per plan. Every edit
+   * must find its sections as they were when it was made: present, neither an anchor nor a
+   * pending call, claimed by no other edit, holding `tokens` tokens of the messages
+   * `messageRange` (the same ids can name other text: a transcript changed between the ack and
+   * the replay). Throws PLAN_EXPIRED otherwise, and nothing changes.
+   */
+  replayEach(edits: readonly ReplayedEdit[]): void {
+    this.ctx.compactRecs();
+    const goal = this.ctx.goal();
+    const ranges = messageRanges(this.ctx.entries);
+    const claimed = new Set<string>();
+    const batches = edits.map(({ sectionIds, summary, tokens, messageRange }) => {
+      const recs: SectionRec[] = [];
+      let held = 0;
+      let start = Number.POSITIVE_INFINITY;
+      let end = Number.NEGATIVE_INFINITY;
+      for (const id of new Set(sectionIds)) {
+        const rec = this.ctx.recById.get(id);
+        if (!rec) throw stale(summary.editId, `section ${id} is not in the model`);
+        const kind = kindOf(rec);
+        const pending = isPending(rec);
+        if (pending || isAnchor({ kind, pending, tokens: rec.tokens, decision: rec.decision, constraint: rec.constraint, isGoal: rec === goal })) throw stale(summary.editId, `section ${id} is ${pending ? 'a pending tool call' : 'an anchor'}`);
+        if (claimed.has(id)) throw stale(summary.editId, `section ${id} is replaced by two edits`);
+        claimed.add(id);
+        recs.push(rec);
+        held += rec.tokens;
+        const r = ranges.get(rec);
+        if (r) {
+          start = Math.min(start, r.start);
+          end = Math.max(end, r.end);
+        }
+      }
+      if (recs.length === 0) throw stale(summary.editId, 'no sections to replace');
+      if (held !== tokens || start !== messageRange.start || end !== messageRange.end) {
+        throw stale(summary.editId, `it replaced ${tokens} tokens of messages ${messageRange.start}–${messageRange.end}; its sections hold ${held} tokens of messages ${start}–${end} now`);
+      }
+      return { recs, summary };
+    });
+    this.replaceBatches(batches);
+  }
+
+  /** Puts each batch's summary in place of its sections; returns the summaries' section ids. */
+  private replaceBatches(batches: readonly { readonly recs: readonly SectionRec[]; readonly summary: ReplacementSummary }[]): string[] {
+    return batches.map(({ recs, summary }) => {
       let ts: number | undefined;
       for (const r of recs) {
         for (const f of r.frags) {
@@ -316,11 +385,6 @@ export class SessionModel {
       this.epochValue++;
       this.scoreDirty = true;
       return rec.id;
-    });
-    return created.map((id) => {
-      const section = this.section(id);
-      if (!section) throw new ContextdError(ErrorCode.LIFECYCLE, 'summary section vanished');
-      return section;
     });
   }
 

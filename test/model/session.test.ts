@@ -432,6 +432,68 @@ describe('SessionModel.replaceSections', () => {
   });
 });
 
+describe('SessionModel.replayEach', () => {
+  const events = [
+    sys('s0', 'You are a careful coding agent.'),
+    user('u1', 'Fix the date parser and run the tests'),
+    callMsg('a1', [call('c1', 'Read', '{"path":"src/date.ts"}')]),
+    result('r1', 'c1', 'export function parseDate(s) { return new Date(s); }\n'.repeat(20)),
+    callMsg('a2', [call('c2', 'Bash', 'npm test')]),
+    result('r2', 'c2', 'Tests 3 passed (3)\n'),
+    callMsg('a3', [call('c3', 'Bash', 'npm run lint')]),
+  ];
+  const built = (): SessionModel => {
+    const m = model();
+    m.applyAll(events);
+    return m;
+  };
+  const summary = (editId: string) => ({ text: `[contextd archived h-${editId}] read src/date.ts`, editId, handle: `h-${editId}`, reason: 'low-score' });
+  const shapeOf = (m: SessionModel, ids: readonly string[]) => {
+    const secs = ids.map((id) => m.section(id) as Section);
+    return { tokens: sum(secs), messageRange: { start: Math.min(...secs.map((x) => x.messageRange.start)), end: Math.max(...secs.map((x) => x.messageRange.end)) } };
+  };
+
+  it('leaves the model replaceEach leaves, when the sections are as they were', () => {
+    const a = built();
+    const read = a.sections().find((x) => x.toolName === 'Read') as Section;
+    const shape = shapeOf(a, [read.id]);
+    a.replaceEach([{ sectionIds: [read.id], summary: summary('e1') }]);
+    const b = built();
+    b.replayEach([{ sectionIds: [read.id], summary: summary('e1'), ...shape }]);
+    expect(b.messages()).toEqual(a.messages());
+    expect(b.sections()).toEqual(a.sections());
+  });
+
+  it('refuses, changing nothing, an anchor, a pending call, a section named twice or missing, and sections that hold other tokens or messages', () => {
+    const m = built();
+    const secs = m.sections();
+    const read = secs.find((x) => x.toolName === 'Read') as Section;
+    const pending = secs.find((x) => x.pending) as Section;
+    const system = secs.find((x) => x.kind === 'system') as Section;
+    const tests = secs.find((x) => x.toolName === 'Bash' && !x.pending) as Section;
+    const before = m.messages();
+    const tries: [string, Parameters<SessionModel['replayEach']>[0]][] = [
+      ['is an anchor', [{ sectionIds: [system.id], summary: summary('e1'), ...shapeOf(m, [system.id]) }]],
+      ['is a pending tool call', [{ sectionIds: [pending.id], summary: summary('e1'), ...shapeOf(m, [pending.id]) }]],
+      ['is replaced by two edits', [{ sectionIds: [read.id], summary: summary('e1'), ...shapeOf(m, [read.id]) }, { sectionIds: [read.id], summary: summary('e2'), ...shapeOf(m, [read.id]) }]],
+      ['is not in the model', [{ sectionIds: ['s999'], summary: summary('e1'), tokens: 1, messageRange: { start: 0, end: 0 } }]],
+      ['its sections hold', [{ sectionIds: [read.id], summary: summary('e1'), ...shapeOf(m, [read.id]), tokens: read.tokens + 1 }]],
+      ['its sections hold', [{ sectionIds: [read.id], summary: summary('e1'), ...shapeOf(m, [tests.id]), tokens: read.tokens }]],
+    ];
+    for (const [why, edits] of tries) {
+      let caught: unknown;
+      try {
+        m.replayEach(edits);
+      } catch (err) {
+        caught = err;
+      }
+      expect(isContextdError(caught, 'PLAN_EXPIRED'), why).toBe(true);
+      expect((caught as Error).message).toContain(why);
+      expect(m.messages()).toEqual(before);
+    }
+  });
+});
+
 describe('standing constraints', () => {
   it('reads a sentence labelled as a rule ("Constraint: …") as one; a mention is not', () => {
     expect(isStandingConstraint('Refactor the payments package. Constraint: keep the public signatures in payments/api.py.')).toBe(true);
