@@ -132,7 +132,6 @@ export class Daemon {
     this.tokenCache = new SqliteTokenCountCache(new TokenCounts(this.db), this.deps.logger);
     // So do the term stats and fingerprints a plan derives: a cold plan after a restart reads them.
     this.derivedCache = new SqliteDerivedDataCache(new DerivedData(this.db), this.deps.logger);
-    this.derivedCache.dropOtherVersions();
     const tokenCounter = this.deps.tokenCounter ?? createTokenCounter(o.encoding);
     const summarizer = createSummarizer(o.summarizer, { logger: this.deps.logger });
     const plans = new PlanLog(this.db);
@@ -193,8 +192,9 @@ export class Daemon {
     });
     await this.server.listen();
     // Only now: a second daemon on the same state fails to listen above, and must not end the
-    // plans of the one running.
+    // plans of the one running, nor drop the derived data of its version.
     this.expirePlansOfLastRun(plans);
+    this.derivedCache.dropOtherVersions();
     if (this.stopping) return;
     if (o.proxy) {
       this.proxy = this.startProxyParts(o.proxy, tokenCounter, summarizer);

@@ -228,9 +228,9 @@ export function rebaseModel(model: SessionModel, fresh: SessionModel): SessionMo
  * Rebuild a model: `events` read from the transcript, split at the offset of each step
  * (`splits[i]`: the index of the first event past `steps[i].offset`), with each step applied at its
  * place. `fresh` makes an empty model (the first, and one per rebase). `pause` is asked before
- * each step and each run of lines (an edit scores the whole model: a rebuild replaying many yields
- * between them). Throws what applying an edit throws (PLAN_EXPIRED, USAGE) when the model is not
- * the one the step was taken on.
+ * each step and each run of lines (a long transcript is applied in several turns of the event
+ * loop). An edit is replayed without scoring the model (`SessionModel.replayEach`), and throws
+ * PLAN_EXPIRED when it does not stand: the model is not the one the step was taken on.
  */
 export async function replayModel(fresh: () => SessionModel, events: readonly TranscriptEvent[], splits: readonly number[], steps: readonly ResolvedStep[], pause: () => Promise<void> | undefined = () => undefined): Promise<SessionModel> {
   let model = fresh();

@@ -217,6 +217,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly startReplays = new Set<Promise<void>>();
   private readonly replayQueue = new Set<LiveSession>();
   private replaysRunning = 0;
+  /** Reads held back by backpressure so far (`room`): a session waiting for its kept steps is not stalled meanwhile. */
+  private readsHeldBack = 0;
   /** Sessions waiting for their kept steps' offset (`replayFrom`): what a request for the model waits on. */
   private readonly replayWaits = new StepWaits<LiveSession>();
 
@@ -309,7 +311,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   room(file?: string): Promise<void> | undefined {
     const s = file !== undefined ? this.byFile.get(file) : undefined;
     if (s && this.holdsReads(s)) return this.gate.wait(s).then(() => this.room(file));
-    return this.queued.below(INGEST_HIGH_WATER_BYTES);
+    const held = this.queued.below(INGEST_HIGH_WATER_BYTES);
+    if (held) this.readsHeldBack++;
+    return held;
   }
 
   /** The first scan is over: hold each session's reads as `room` says. */
@@ -375,18 +379,20 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * them. Stopped short means: no line read or queued since the last look (every
    * REPLAY_STALL_MS), and either the transcript is now shorter than that offset (rewritten in
    * place as it opened) or that has lasted REPLAY_GIVE_UP_MS (a last line never ended). Lines
-   * merely held back keep the file's size, and while the lines waiting over all sessions are over
-   * the high-water mark (backpressure) no look counts. (During the first scan `steadyState` does this.)
+   * merely held back keep the file's size, and a look after a read was held back by
+   * backpressure (the lines waiting over all sessions past the high-water mark) does not count. (During the first scan `steadyState` does this.)
    */
   private watchStalledReplay(s: LiveSession): NodeJS.Timeout {
     let seen = -1;
     let still = 0;
+    let heldBack = this.readsHeldBack;
     const timer = setInterval(() => {
       if (s.replayFrom === undefined) return void clearInterval(timer);
       const at = s.pending.at(-1)?.toOffset ?? 0;
-      // (lines waiting to be applied anywhere over the high-water mark hold every read back: not a stall)
-      const moved = at !== seen || this.queued.has(s) || this.queued.bytes > INGEST_HIGH_WATER_BYTES;
+      // (a read held back since the last look, lines waiting over the high-water mark: not a stall)
+      const moved = at !== seen || this.queued.has(s) || this.readsHeldBack !== heldBack || this.queued.bytes > INGEST_HIGH_WATER_BYTES;
       seen = at;
+      heldBack = this.readsHeldBack;
       still = moved ? 0 : still + 1;
       if (still === 0) return;
       const size = fileSize(s.file);
@@ -770,7 +776,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     let model: SessionModel | undefined;
     let failed = typeof steps === 'string' ? steps : undefined;
     if (failed === undefined && replayed.length > 0) {
-      // In slices with yields between (each edit scores the whole model): requests are answered meanwhile.
+      // In slices with yields between (a long transcript, many steps): requests are answered meanwhile.
       const w = this.budget.worker();
       try {
         model = await replayModel(() => this.newModel(s.sessionId), read.events.slice(0, upTo), splits, replayed, () => (w.left() ? undefined : w.pause()));
