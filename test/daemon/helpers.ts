@@ -3,6 +3,8 @@ import { pino, type Logger } from 'pino';
 import { Daemon } from '../../src/daemon/daemon.js';
 import { resolveDaemonOptions } from '../../src/daemon/config.js';
 import { ContextdClient } from '../../src/ipc/client.js';
+import { openDb, type Db } from '../../src/store/index.js';
+import { stateDbPath } from '../../src/store/paths.js';
 
 /** Helpers of the daemon tests that drive a daemon through its socket. */
 
@@ -50,4 +52,14 @@ export async function startDaemon(dir: string, logger: Logger = pino({ level: 's
       await daemon.stop();
     },
   };
+}
+
+/** `read` of the state database of a daemon started with `startDaemon(dir)`, opened for it and closed after. */
+export function inState<T>(dir: string, read: (db: Db) => T): T {
+  const db = openDb(stateDbPath(join(dir, 'state')));
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
 }

@@ -6,9 +6,8 @@ import type { DaemonStatus } from '../../src/daemon/api.js';
 import { KEEP_ENDED_PLAN_BODIES } from '../../src/daemon/sessions.js';
 import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import type { ContextdClient } from '../../src/ipc/client.js';
-import { openDb, PlanLog } from '../../src/store/index.js';
-import { stateDbPath } from '../../src/store/paths.js';
-import { startDaemon } from './helpers.js';
+import { PlanLog } from '../../src/store/index.js';
+import { inState, startDaemon } from './helpers.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -38,8 +37,7 @@ describe('the plan log of a long-running session', () => {
     } finally {
       await stop();
     }
-    const db = openDb(stateDbPath(join(dir, 'state')));
-    try {
+    inState(dir, (db) => {
       const plans = new PlanLog(db);
       const rows = planned.map((p) => plans.get(p));
       // every row is kept (500 by default), the bodies of the newest only: pruned every 20 plans
@@ -51,9 +49,7 @@ describe('the plan log of a long-running session', () => {
       expect(rows[0]?.plan).toBeUndefined();
       // the applied plan stays whole: a restart or a rebuild replays it
       expect(plans.get(applied)).toMatchObject({ status: 'partially-applied', plan: { planId: applied } });
-    } finally {
-      db.close();
-    }
+    });
   }, 90_000);
 
   it('marks a plan left open when the daemon stopped expired at the next start', async () => {
@@ -76,12 +72,7 @@ describe('the plan log of a long-running session', () => {
     const refused = await run(async (c) => c.ack({ planId: open, applied: true }).then(() => undefined, (err: unknown) => err as Error));
     expect(refused?.message).toMatch(/has expired or was superseded/);
     // stored as such (it read "proposed" for good, and was never pruned)
-    const db = openDb(stateDbPath(join(dir, 'state')));
-    try {
-      expect(new PlanLog(db).get(open)).toMatchObject({ status: 'expired', statusReason: 'contextd restarted: the plan was open when it stopped' });
-    } finally {
-      db.close();
-    }
+    expect(inState(dir, (db) => new PlanLog(db).get(open))).toMatchObject({ status: 'expired', statusReason: 'contextd restarted: the plan was open when it stopped' });
   }, 90_000);
 
   it('prunes what earlier runs left when a session opens, however few plans each run made', async () => {
@@ -101,15 +92,11 @@ describe('the plan log of a long-running session', () => {
     } finally {
       await first.stop();
     }
-    const bodies = (): number => {
-      const db = openDb(stateDbPath(join(dir, 'state')));
-      try {
+    const bodies = (): number =>
+      inState(dir, (db) => {
         const plans = new PlanLog(db);
         return declined.filter((p) => plans.get(p)?.plan !== undefined).length;
-      } finally {
-        db.close();
-      }
-    };
+      });
     expect(bodies()).toBeGreaterThan(KEEP_ENDED_PLAN_BODIES); // pruned once, at the 20th plan
     const second = await startDaemon(dir); // no plan made in this run
     await second.stop();

@@ -15,7 +15,7 @@ import { createSummarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { stateDbPath } from '../../src/store/paths.js';
-import { startDaemon, until } from './helpers.js';
+import { inState, startDaemon, until } from './helpers.js';
 
 // A restart of the daemon (stop, start on the same state and transcripts) with real parts:
 // the daemon in this process, its socket, SQLite state and chokidar watching the folder.
@@ -195,12 +195,7 @@ describe('a restarted daemon and the edits agents applied', () => {
     const dropped = cut.logs.find((l) => l['msg'] === 'kept model steps dropped: the session is built from its transcript alone, without the edits the agent applied');
     expect(dropped?.['why']).toMatch(/^the transcript \(\d+ bytes\) ends before the offset of its last step \(\d+\)$/);
     await stop(cut);
-    const db = openDb(stateDbPath(join(dir, 'state')));
-    try {
-      expect(new ModelSteps(db).load(id)).toBeUndefined();
-    } finally {
-      db.close();
-    }
+    expect(inState(dir, (db) => new ModelSteps(db).load(id))).toBeUndefined();
   }, 90_000);
 
   it('does not replace sections by summaries of other text when the transcript was rewritten while the daemon was stopped', async () => {
