@@ -216,7 +216,6 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** Rebuilds of sessions opened with kept model steps under way (`replayedAtStart`), and those waiting for a slot. */
   private readonly startReplays = new Set<Promise<void>>();
   private readonly replayQueue = new Set<LiveSession>();
-  private replaysRunning = 0;
   /** Reads held back by backpressure so far (`room`): a session waiting for its kept steps is not stalled meanwhile. */
   private readsHeldBack = 0;
   /** Sessions waiting for their kept steps' offset (`replayFrom`): what a request for the model waits on. */
@@ -380,7 +379,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * REPLAY_STALL_MS), and either the transcript is now shorter than that offset (rewritten in
    * place as it opened) or that has lasted REPLAY_GIVE_UP_MS (a last line never ended). Lines
    * merely held back keep the file's size, and a look after a read was held back by
-   * backpressure (the lines waiting over all sessions past the high-water mark) does not count. (During the first scan `steadyState` does this.)
+   * backpressure (the lines waiting over all sessions past the high-water mark) does not count.
+   * (During the first scan `steadyState` does this.)
    */
   private watchStalledReplay(s: LiveSession): NodeJS.Timeout {
     let seen = -1;
@@ -433,17 +433,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * rebuilds it at once (`restore`).
    */
   private runKeptStepReplays(): void {
-    while (this.replaysRunning < KEPT_STEP_REBUILDS_AT_ONCE && this.replayQueue.size > 0) {
+    while (this.startReplays.size < KEPT_STEP_REBUILDS_AT_ONCE && this.replayQueue.size > 0) {
       const s = this.replayQueue.values().next().value as LiveSession;
       this.replayQueue.delete(s);
-      this.replaysRunning++;
       const done: Promise<void> = this.restore(s)
         .then(
           () => undefined,
           (err: unknown) => this.notRebuilt(s, err),
         )
         .finally(() => {
-          this.replaysRunning--;
           this.startReplays.delete(done);
           if (!this.closing) this.runKeptStepReplays();
         });
