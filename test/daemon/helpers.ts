@@ -1,3 +1,5 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { Daemon } from '../../src/daemon/daemon.js';
@@ -62,4 +64,12 @@ export function inState<T>(dir: string, read: (db: Db) => T): T {
   } finally {
     db.close();
   }
+}
+
+/** A new temp folder for `startDaemon`, with `sessions/<name>.jsonl` holding each transcript given. */
+export function sessionsDir(prefix: string, transcripts: Readonly<Record<string, string>>): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  mkdirSync(join(dir, 'sessions'));
+  for (const [name, text] of Object.entries(transcripts)) writeFileSync(join(dir, 'sessions', `${name}.jsonl`), text);
+  return dir;
 }

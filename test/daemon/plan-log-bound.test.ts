@@ -1,13 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { DaemonStatus } from '../../src/daemon/api.js';
 import { KEEP_ENDED_PLAN_BODIES } from '../../src/daemon/sessions.js';
 import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import type { ContextdClient } from '../../src/ipc/client.js';
 import { PlanLog } from '../../src/store/index.js';
-import { inState, startDaemon } from './helpers.js';
+import { inState, sessionsDir, startDaemon } from './helpers.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -16,10 +14,8 @@ afterEach(() => {
 
 describe('the plan log of a long-running session', () => {
   it('keeps the bodies of only the newest plans that ended unapplied, and every applied plan whole', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-planlog-'));
+    const dir = sessionsDir('contextd-planlog-', { long: demoTranscriptJsonl({ rounds: 8, variant: 'p' }) });
     dirs.push(dir);
-    mkdirSync(join(dir, 'sessions'));
-    writeFileSync(join(dir, 'sessions', 'long.jsonl'), demoTranscriptJsonl({ rounds: 8, variant: 'p' }));
     const { c, stop } = await startDaemon(dir);
     const planned: string[] = [];
     let applied = '';
@@ -53,10 +49,8 @@ describe('the plan log of a long-running session', () => {
   }, 90_000);
 
   it('marks a plan left open when the daemon stopped expired at the next start', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-planlog-restart-'));
+    const dir = sessionsDir('contextd-planlog-restart-', { open: demoTranscriptJsonl({ rounds: 8, variant: 'o' }) });
     dirs.push(dir);
-    mkdirSync(join(dir, 'sessions'));
-    writeFileSync(join(dir, 'sessions', 'open.jsonl'), demoTranscriptJsonl({ rounds: 8, variant: 'o' }));
     const run = async <T>(body: (c: ContextdClient) => Promise<T>): Promise<T> => {
       const { c, stop } = await startDaemon(dir);
       try {
@@ -76,10 +70,8 @@ describe('the plan log of a long-running session', () => {
   }, 90_000);
 
   it('prunes what earlier runs left when a session opens, however few plans each run made', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-planlog-runs-'));
+    const dir = sessionsDir('contextd-planlog-runs-', { runs: demoTranscriptJsonl({ rounds: 8, variant: 'n' }) });
     dirs.push(dir);
-    mkdirSync(join(dir, 'sessions'));
-    writeFileSync(join(dir, 'sessions', 'runs.jsonl'), demoTranscriptJsonl({ rounds: 8, variant: 'n' }));
     const declined: string[] = [];
     const first = await startDaemon(dir);
     try {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -15,7 +15,7 @@ import { createSummarizer } from '../../src/compact/index.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
 import { stateDbPath } from '../../src/store/paths.js';
-import { inState, startDaemon, until } from './helpers.js';
+import { inState, sessionsDir, startDaemon, until } from './helpers.js';
 
 // A restart of the daemon (stop, start on the same state and transcripts) with real parts:
 // the daemon in this process, its socket, SQLite state and chokidar watching the folder.
@@ -67,11 +67,11 @@ const appended = (n: number): string =>
   `${JSON.stringify({ role: 'user', content: `Round ${n}: also round the tax line to 2 decimals and say which tests cover it.` })}\n` +
   `${JSON.stringify({ role: 'assistant', content: `Done for round ${n}: the tax line is rounded; tests/tax.test.ts covers it.` })}\n`;
 
-/** A session the agent edited twice: part of one plan, then (after an append) all of another. */
-async function editedSession(dir: string): Promise<{ s: Started; id: string; file: string }> {
-  mkdirSync(join(dir, 'sessions'));
+/** A session (in a new folder) the agent edited twice: part of one plan, then (after an append) all of another. */
+async function editedSession(prefix: string): Promise<{ s: Started; id: string; file: string; dir: string }> {
+  const dir = sessionsDir(prefix, { edited: demoTranscriptJsonl({ rounds: 9, variant: 'r' }) });
+  dirs.push(dir);
   const file = join(dir, 'sessions', 'edited.jsonl');
-  writeFileSync(file, demoTranscriptJsonl({ rounds: 9, variant: 'r' }));
   const s = await start(dir);
   const id = (await sessionRow(s.c, 'edited')).sessionId;
   const first = await s.c.compact(id, { targetHeadroom: 0.9999 });
@@ -83,8 +83,11 @@ async function editedSession(dir: string): Promise<{ s: Started; id: string; fil
   const second = await s.c.compact(id, { targetHeadroom: 0.9999 });
   expect(second.edits.length).toBeGreaterThan(0);
   await s.c.ack({ planId: second.planId, applied: true });
-  return { s, id, file };
+  return { s, id, file, dir };
 }
+
+/** Sections as ids, tokens and whether compacted: what an edit replayed must give back. */
+const shape = (xs: readonly { id: string; tokens: number; compacted?: boolean }[]): unknown[] => xs.map((x) => [x.id, x.tokens, x.compacted === true]);
 
 function freshDb(): Db {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-db-'));
@@ -125,9 +128,7 @@ function keptStepFixture(id: string, logger: Logger = silent): { manager: Sessio
 
 describe('a restarted daemon and the edits agents applied', () => {
   it('rebuilds a session with the edits its agent applied: the same sections, headroom and next plan, and later acks are kept for the next restart', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-'));
-    dirs.push(dir);
-    const { s, id, file } = await editedSession(dir);
+    const { s, id, file, dir } = await editedSession('contextd-restart-');
     const sections = await s.c.sections(id);
     const headroom = await s.c.headroom(id);
     const next = await s.c.compact(id, { targetHeadroom: 0.9999, dryRun: true });
@@ -159,13 +160,10 @@ describe('a restarted daemon and the edits agents applied', () => {
   }, 90_000);
 
   it('rebuilds every edited session at a restart, a few at a time, each with its own edits', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-many-'));
-    dirs.push(dir);
-    mkdirSync(join(dir, 'sessions'));
     const names = ['m0', 'm1', 'm2', 'm3', 'm4'];
-    names.forEach((n, i) => writeFileSync(join(dir, 'sessions', `${n}.jsonl`), demoTranscriptJsonl({ rounds: 6 + i, variant: String.fromCharCode(104 + i) })));
+    const dir = sessionsDir('contextd-restart-many-', Object.fromEntries(names.map((n, i) => [n, demoTranscriptJsonl({ rounds: 6 + i, variant: String.fromCharCode(104 + i) })])));
+    dirs.push(dir);
     const s = await start(dir);
-    const shape = (xs: readonly { id: string; tokens: number; compacted?: boolean }[]): unknown[] => xs.map((x) => [x.id, x.tokens, x.compacted === true]);
     const before = new Map<string, unknown>();
     for (const n of names) {
       const id = (await sessionRow(s.c, n)).sessionId;
@@ -180,9 +178,7 @@ describe('a restarted daemon and the edits agents applied', () => {
   }, 90_000);
 
   it('builds a session from its transcript alone when its transcript was cut before its last step while the daemon was stopped, says so, and drops the steps', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-cut-'));
-    dirs.push(dir);
-    const { s, id, file } = await editedSession(dir);
+    const { s, id, file, dir } = await editedSession('contextd-restart-cut-');
     const edited = await s.c.headroom(id);
     await stop(s);
     const lines = readFileSync(file, 'utf8').split('\n');
@@ -199,9 +195,7 @@ describe('a restarted daemon and the edits agents applied', () => {
   }, 90_000);
 
   it('does not replace sections by summaries of other text when the transcript was rewritten while the daemon was stopped', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-rewritten-'));
-    dirs.push(dir);
-    const { s, id, file } = await editedSession(dir);
+    const { s, id, file, dir } = await editedSession('contextd-restart-rewritten-');
     await stop(s);
     // longer than before, other lines before the steps' offsets: the plans' section ids exist, holding other text
     writeFileSync(file, demoTranscriptJsonl({ rounds: 12, variant: 'q' }));
@@ -212,10 +206,7 @@ describe('a restarted daemon and the edits agents applied', () => {
   }, 90_000);
 
   it('replays the kept steps of a session that was not live at the restart once its agent resumes it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-resumed-'));
-    dirs.push(dir);
-    const { s, id, file } = await editedSession(dir);
-    const shape = (xs: readonly { id: string; tokens: number; compacted?: boolean }[]): unknown[] => xs.map((x) => [x.id, x.tokens, x.compacted === true]);
+    const { s, id, file, dir } = await editedSession('contextd-restart-resumed-');
     const before = shape(await s.c.sections(id));
     await stop(s);
     // untouched for two hours: the first scan leaves it unread (not live)
@@ -233,9 +224,7 @@ describe('a restarted daemon and the edits agents applied', () => {
   }, 90_000);
 
   it('forgets the kept steps of a session whose transcript is removed', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'contextd-restart-removed-'));
-    dirs.push(dir);
-    const { s, id, file } = await editedSession(dir);
+    const { s, id, file, dir } = await editedSession('contextd-restart-removed-');
     const db = openDb(stateDbPath(join(dir, 'state')));
     try {
       expect(new ModelSteps(db).load(id)).toEqual({ steps: [expect.objectContaining({ kind: 'edits' }), expect.objectContaining({ kind: 'edits' })] });
