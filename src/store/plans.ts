@@ -65,10 +65,11 @@ export class PlanLog {
     this.byId = db.prepare(`SELECT p.*, b.plan AS plan FROM plans p LEFT JOIN plan_bodies b ON b.plan_id = p.plan_id WHERE p.plan_id = ?`);
     this.markApplied = db.prepare(`UPDATE plans SET status = ?, status_reason = ?, applied_edit_ids = ?, applied_offset = ? WHERE plan_id = ?`);
     this.appliedById = db.prepare(`SELECT status, applied_edit_ids, applied_offset FROM plans WHERE plan_id = ?`);
-    const ended = (keep: string): string => `SELECT plan_id FROM plans WHERE session_id = ? AND status IN ('expired', 'rejected') ORDER BY created_at DESC, plan_id DESC LIMIT -1 OFFSET ${keep}`;
-    this.pruneBodies = db.prepare(`DELETE FROM plan_bodies WHERE plan_id IN (${ended('?')})`);
+    // a session's plans that ended unapplied, newest first, past the first ? (the ones kept)
+    const ended = `SELECT plan_id FROM plans WHERE session_id = ? AND status IN ('expired', 'rejected') ORDER BY created_at DESC, plan_id DESC LIMIT -1 OFFSET ?`;
+    this.pruneBodies = db.prepare(`DELETE FROM plan_bodies WHERE plan_id IN (${ended})`);
     // a row goes with its body (bodies are kept for fewer plans than rows)
-    this.pruneRows = db.prepare(`DELETE FROM plans WHERE plan_id IN (${ended('?')})`);
+    this.pruneRows = db.prepare(`DELETE FROM plans WHERE plan_id IN (${ended})`);
     this.expireOpenRows = db.prepare(`UPDATE plans SET status = 'expired', status_reason = ? WHERE status IN ('proposed', 'advisory')`);
   }
 
