@@ -14,8 +14,10 @@
  *
  * Each figure also has a `…CpuMs` twin: the process CPU (user + system, `process.cpuUsage()`)
  * spent within the plan, which the machine's other load does not inflate as it does wall time;
- * and `mainThreadCpuMsMean` the mean CPU of the main thread alone per plan (Linux), without
- * V8's helper threads (parallel GC, compiler), which `process.cpuUsage()` counts.
+ * and `mainThreadCpuMs` the CPU of the main thread alone per plan (Linux; `mainThreadCpuMsMean`
+ * its mean), without V8's helper threads (parallel GC, compiler), which `process.cpuUsage()`
+ * counts. A plan whose wall time far exceeds its main-thread CPU waited on something else: a
+ * GC helper, or the machine.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -142,6 +144,7 @@ export async function benchPlan(options: PlanBenchOptions = {}): Promise<Record<
     return { scenario: 'plan', sessionTokens: tokens, edits, coldPlanMs: summarize(cold), replanMs: summarize(replan), firstPlanMs: summarize(first),
       coldPlanCpuMs: summarize(coldCpu), replanCpuMs: summarize(replanCpu), firstPlanCpuMs: summarize(firstCpu),
       mainThreadCpuMsMean: { coldPlan: mean(coldMain), replan: mean(replanMain), firstPlan: mean(firstMain) },
+      mainThreadCpuMs: { coldPlan: summarize(coldMain), replan: summarize(replanMain), firstPlan: summarize(firstMain) },
       warmUp: { coldPlanMs: warmCold.map((x) => round(x, 1)), replanMs: warmRe.map((x) => round(x, 1)) } };
   } finally {
     derived.close();
