@@ -236,6 +236,8 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
           return { c, f, sessionId, mark: sessionMark(phase, i), tokens: headroom.countedTokens ?? headroom.tokens, stopped: false, initial };
         }),
       );
+    /** Decline `plan` (the bench only measures when plans come; it applies none). */
+    const decline = (s: Subscribed, plan: WirePlan): Promise<unknown> => s.c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' });
     /**
      * Waits for the plans the subscriptions push at once (each session's first, cold plan) and
      * declines them, so the measured appends do not queue behind a whole level's cold plans:
@@ -254,7 +256,7 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
           }
           // made from the whole transcript, maybe after the subscription counted part of it
           s.tokens = Math.max(s.tokens, planTokens(plan));
-          await s.c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => undefined);
+          await decline(s, plan).catch(() => undefined);
         }),
       );
     };
@@ -281,7 +283,7 @@ async function latencyAt(sessionsCount: number, appends: number, staggered: numb
       into.push(performance.now() - t0);
       s.tokens = planTokens(plan);
       // A plan superseded before this ack is refused (PLAN_EXPIRED): counted, not a missing push.
-      await s.c.ack({ planId: plan.planId, applied: false, reason: 'bench: measuring latency only' }).catch(() => counts.acksRefused++);
+      await decline(s, plan).catch(() => counts.acksRefused++);
     };
     /** Round `k`: every client appends one tool call and its result at once and waits for its plan, then declines it. */
     const appendRound = (list: readonly Subscribed[], k: number, into: number[], counts: { timeouts: number; acksRefused: number }): Promise<void> =>
