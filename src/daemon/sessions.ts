@@ -1005,6 +1005,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.tailOffset = undefined;
     s.replay.clear(); // the edits applied to what is gone are gone with it (kept steps too)
     this.expire(sessionId, s.life.rebuilt(), `transcript ${reason}`);
+    this.prunePlans(s); // (no rebuild replays the plans applied before)
     this.log.warn({ sessionId, file, reason }, 'transcript rewritten: rebuilding the session model');
   }
 
@@ -1034,6 +1035,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.idle.end(sessionId);
     this.deps.memoryFreed?.();
     this.expire(sessionId, s.life.expireAll(), why);
+    if (why === TRANSCRIPT_REMOVED) this.prunePlans(s);
     this.log.info({ sessionId, file: s.file, why }, 'session closed');
   }
 
@@ -1576,12 +1578,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return plan;
   }
 
-  /** Bound the plans `s` keeps in the plan log (PlanLog.prune); a failure is logged, nothing else. */
+  /**
+   * Bound the plans `s` keeps in the plan log (PlanLog.prune: the applied plans its model's steps
+   * name keep their bodies); a failure is logged, nothing else.
+   */
   private prunePlans(s: LiveSession): void {
     s.plansSincePrune = 0;
+    const replayed = s.replay.steps.flatMap((step) => (step.kind === 'edits' ? [step.planId] : []));
     try {
-      const gone = this.deps.plans.prune(s.sessionId, KEEP_ENDED_PLAN_BODIES, KEEP_ENDED_PLAN_ROWS);
-      if (gone.bodies > 0 || gone.rows > 0) this.log.debug({ sessionId: s.sessionId, ...gone }, 'plans that ended unapplied pruned');
+      const gone = this.deps.plans.prune(s.sessionId, KEEP_ENDED_PLAN_BODIES, KEEP_ENDED_PLAN_ROWS, replayed);
+      if (gone.bodies > 0 || gone.rows > 0) this.log.debug({ sessionId: s.sessionId, ...gone }, 'plans no rebuild replays pruned');
     } catch (err) {
       this.log.warn({ sessionId: s.sessionId, err: describeError(err) }, 'plans not pruned; tried again later');
     }

@@ -54,6 +54,7 @@ export class PlanLog {
   private readonly pruneBodies;
   private readonly pruneRows;
   private readonly expireOpenRows;
+  private readonly pruneAppliedBodies;
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare(
@@ -71,6 +72,15 @@ export class PlanLog {
     // a row goes with its body (bodies are kept for fewer plans than rows)
     this.pruneRows = db.prepare(`DELETE FROM plans WHERE plan_id IN (${ended})`);
     this.expireOpenRows = db.prepare(`UPDATE plans SET status = 'expired', status_reason = ? WHERE status IN ('proposed', 'advisory')`);
+    // a session's applied plans that no kept model step (store/model-steps) names and that are
+    // not in the JSON array ? (the steps of the model in memory)
+    this.pruneAppliedBodies = db.prepare(
+      `DELETE FROM plan_bodies WHERE plan_id IN (
+         SELECT p.plan_id FROM plans p
+         WHERE p.session_id = ? AND p.status IN ('applied', 'partially-applied')
+           AND NOT EXISTS (SELECT 1 FROM model_steps m WHERE m.session_id = p.session_id AND m.plan_id = p.plan_id)
+           AND p.plan_id NOT IN (SELECT value FROM json_each(?)))`,
+    );
   }
 
   /** Store a plan (its status row and its body, atomically); a plan with the same id is replaced. */
@@ -150,13 +160,17 @@ export class PlanLog {
    * no ack can apply them any more, nothing replays them), only the newest `keepBodies` keep their
    * body (the plan as proposed, with every edit's score factors: tens of kB) and the newest
    * `keepRows` their status row (what an ack of an old plan id is told); older ones are deleted.
-   * Plans applied (a rebuild or a restart replays them) and plans still open are never pruned.
-   * Returns how many bodies and rows went.
+   * Plans still open are never pruned, nor the rows of applied plans (what an ack is told, and
+   * what `checkSteps` reads). An applied plan keeps its body while a rebuild or a restart may
+   * replay it: while a kept model step (store/model-steps) or one of `replayed` (the plan ids of
+   * the model in memory: its steps a rebuild after a release replays) names it. Once the session's
+   * model was built from its transcript alone (rewritten, removed, fed over the socket), no step
+   * names it and the body goes. Returns how many bodies and rows went.
    */
-  prune(sessionId: string, keepBodies: number, keepRows: number): { bodies: number; rows: number } {
+  prune(sessionId: string, keepBodies: number, keepRows: number, replayed: readonly string[] = []): { bodies: number; rows: number } {
     try {
       return this.db.transaction(() => ({
-        bodies: this.pruneBodies.run(sessionId, keepBodies).changes,
+        bodies: this.pruneBodies.run(sessionId, keepBodies).changes + this.pruneAppliedBodies.run(sessionId, JSON.stringify(replayed)).changes,
         rows: this.pruneRows.run(sessionId, keepRows).changes,
       }))();
     } catch (err) {

@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { DaemonStatus } from '../../src/daemon/api.js';
 import { KEEP_ENDED_PLAN_BODIES } from '../../src/daemon/sessions.js';
 import { demoTranscriptJsonl } from '../../src/demo/transcript.js';
 import type { ContextdClient } from '../../src/ipc/client.js';
-import { PlanLog } from '../../src/store/index.js';
-import { inState, sessionsDir, startDaemon } from './helpers.js';
+import { ModelSteps, PlanLog } from '../../src/store/index.js';
+import { inState, sessionsDir, startDaemon, until } from './helpers.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -93,5 +94,36 @@ describe('the plan log of a long-running session', () => {
     const second = await startDaemon(dir); // no plan made in this run
     await second.stop();
     expect(bodies()).toBe(KEEP_ENDED_PLAN_BODIES);
+  }, 90_000);
+
+  it('drops an applied plan\'s body once its transcript is rewritten (nothing replays it), and keeps its row', async () => {
+    const dir = sessionsDir('contextd-planlog-rewritten-', { rewritten: demoTranscriptJsonl({ rounds: 8, variant: 'w' }) });
+    dirs.push(dir);
+    const file = join(dir, 'sessions', 'rewritten.jsonl');
+    const { c, stop } = await startDaemon(dir);
+    let applied = '';
+    let id = '';
+    try {
+      const session = ((await c.status()) as unknown as DaemonStatus).sessions[0];
+      id = session?.sessionId as string;
+      const plan = await c.compact(id, { targetHeadroom: 0.9999 });
+      await c.ack({ planId: plan.planId, applied: true });
+      applied = plan.planId;
+      const edited = (await c.status()) as unknown as DaemonStatus;
+      const tokens = edited.sessions[0]?.tokens as number;
+      // rewritten in place, shorter: the session's model is built from its lines alone
+      const lines = readFileSync(file, 'utf8').split('\n');
+      writeFileSync(file, `${lines.slice(0, Math.floor(lines.length / 3)).join('\n')}\n`);
+      await until('the rewritten transcript read', async () => {
+        const s = ((await c.status()) as unknown as DaemonStatus).sessions.find((x) => x.sessionId === id);
+        return s && s.tokens !== tokens ? s : undefined;
+      });
+    } finally {
+      await stop();
+    }
+    inState(dir, (db) => {
+      expect(new ModelSteps(db).load(id)).toBeUndefined();
+      expect(new PlanLog(db).get(applied)).toMatchObject({ status: 'applied', plan: undefined });
+    });
   }, 90_000);
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Archive, HeadroomLog, MIGRATIONS, PlanLog, WAL_SIZE_LIMIT_BYTES, migrate, openDb, type Db } from '../../src/store/index.js';
+import { Archive, HeadroomLog, MIGRATIONS, ModelSteps, PlanLog, WAL_SIZE_LIMIT_BYTES, migrate, openDb, type Db } from '../../src/store/index.js';
 import { ContextdError, ErrorCode } from '../../src/util/errors.js';
 
 const dirs: string[] = [];
@@ -75,17 +75,23 @@ describe('store', () => {
     expect(plans.list('s')).toHaveLength(1);
   });
 
-  it('prunes a session\'s plans that ended unapplied, oldest first, keeping the newest bodies and rows, and never an applied or open plan', () => {
+  it('prunes a session\'s plans that ended unapplied, oldest first, keeping the newest bodies and rows, and never an open plan or one a kept step replays', () => {
     const { db } = tempDb();
     const plans = new PlanLog(db);
+    const steps = new ModelSteps(db);
+    const seq = new Map<string, number>();
     const statuses = ['expired', 'rejected', 'applied', 'proposed', 'partially-applied', 'advisory'] as const;
     for (let i = 0; i < 60; i++) {
       for (const sessionId of ['s', 't']) {
         const planId = `${sessionId}${i}`;
         plans.record({ planId, sessionId, createdAt: 1000 + i, status: 'proposed', headroomBefore: 0.1, headroomAfter: 0.3, plan: { planId, edits: [] } });
         const status = statuses[i % statuses.length] as (typeof statuses)[number];
-        if (status === 'applied' || status === 'partially-applied') plans.setApplied(planId, status, undefined, [], i);
-        else if (status !== 'proposed') plans.setStatus(planId, status);
+        if (status === 'applied' || status === 'partially-applied') {
+          plans.setApplied(planId, status, undefined, [], i);
+          const n = seq.get(sessionId) ?? 0;
+          steps.append(sessionId, n, { kind: 'edits', planId, offset: i });
+          seq.set(sessionId, n + 1);
+        } else if (status !== 'proposed') plans.setStatus(planId, status);
       }
     }
     // 20 ended unapplied (expired or rejected) of the 60
@@ -103,6 +109,27 @@ describe('store', () => {
     // another session's plans are its own
     expect(plans.list('t')).toHaveLength(60);
     expect(plans.prune('s', 5, 12)).toEqual({ bodies: 0, rows: 0 });
+  });
+
+  it('drops the body of an applied plan once no kept step and no step in memory names it, and keeps its row', () => {
+    const { db } = tempDb();
+    const plans = new PlanLog(db);
+    const steps = new ModelSteps(db);
+    for (const [i, planId] of ['kept', 'inMemory', 'partial', 'forgotten'].entries()) {
+      plans.record({ planId, sessionId: 's', createdAt: 1000 + i, status: 'proposed', headroomBefore: 0.1, headroomAfter: 0.3, plan: { planId, edits: [] } });
+      plans.setApplied(planId, planId === 'partial' ? 'partially-applied' : 'applied', undefined, [], 10 * i);
+    }
+    steps.append('s', 0, { kind: 'edits', planId: 'kept', offset: 0 });
+    // another session's step names no plan of this one
+    steps.append('t', 0, { kind: 'edits', planId: 'forgotten', offset: 0 });
+    expect(plans.prune('s', 5, 12, ['inMemory'])).toEqual({ bodies: 2, rows: 0 });
+    expect(['kept', 'inMemory', 'partial', 'forgotten'].map((id) => plans.get(id)?.plan !== undefined)).toEqual([true, true, false, false]);
+    // the rows stay, with how they were applied (what an ack and a release check read)
+    expect(plans.appliedAt('partial')).toEqual({ status: 'partially-applied', editIds: [], offset: 20 });
+    // once the kept steps are cleared (the model built from its transcript alone), the rest go too
+    steps.clear('s');
+    expect(plans.prune('s', 5, 12)).toEqual({ bodies: 2, rows: 0 });
+    expect(plans.list('s').map((p) => p.status)).toEqual(['applied', 'applied', 'partially-applied', 'applied']);
   });
 
   it('marks the plans left open by the last run expired, with why, and no other plan', () => {
