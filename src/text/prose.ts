@@ -54,7 +54,22 @@ export function extractConstraints(text: string): string[] {
  */
 const DANGLING_RE = /\s*\(?\b(?:see|shown|as|details|output|listed|mentioned|described)\s+(?:(?:the\s+)?(?:output\s+|error\s+|log\s+)?(?:above|below))(?:\s+for\s+(?:more\s+)?details)?\)?\.?/gi;
 
-/** `text` without dangling "see above"-style references. */
+/**
+ * `text` without dangling "see above"-style references. Only where one was cut does the text
+ * before it close up on a following `.`, `,`, `;` or `:`; elsewhere a space before them stays
+ * (`find . -name`, `git add .gitignore`, `matrix(.57 0 0 .57)`).
+ */
 export function stripDanglingRefs(text: string): string {
-  return text.replace(DANGLING_RE, '').replace(/\s+([.,;:])/g, '$1').trim();
+  let out = '';
+  let from = 0;
+  for (const m of text.matchAll(DANGLING_RE)) {
+    out += text.slice(from, m.index);
+    from = m.index + m[0].length;
+    const gap = /^\s*(?=[.,;:])/.exec(text.slice(from));
+    if (gap) {
+      out = out.trimEnd();
+      from += gap[0].length;
+    }
+  }
+  return (out + text.slice(from)).trim();
 }

@@ -105,6 +105,10 @@ describe('text rules', () => {
   it('drops references to text the reader no longer has', () => {
     expect(stripDanglingRefs('ELIFECYCLE Test failed. See above for more details.')).toBe('ELIFECYCLE Test failed.');
     expect(stripDanglingRefs('The error (see above) repeats')).toBe('The error repeats');
+    expect(stripDanglingRefs('Tests failed (see above) ; retrying')).toBe('Tests failed; retrying');
+    // a space before a dot or a comma is text, not a gap left by a cut reference
+    expect(stripDanglingRefs('find . -name "renderer.py" , then git add .claude/CLAUDE.md .gitignore')).toBe('find . -name "renderer.py" , then git add .claude/CLAUDE.md .gitignore');
+    expect(stripDanglingRefs("transform='matrix(.57 0 0 .57 187 256)'")).toBe("transform='matrix(.57 0 0 .57 187 256)'");
   });
 
   it('keeps template search terms as before (fingerprints depend on them)', () => {
