@@ -4,6 +4,7 @@
  * Codex (shell/exec_command/apply_patch), hermes/SWE-agent (terminal, view, str_replace_editor,
  * open, edit) and shell commands (cat/head/tail/sed/nl/less/bat, sed -i, tee, redirects).
  */
+import { fnv1a64 } from '../text/index.js';
 import type { ToolCall } from './messages.js';
 
 export interface ToolAction {
@@ -13,7 +14,11 @@ export interface ToolAction {
   readonly reads: readonly string[];
   /** Paths the call changed. */
   readonly writes: readonly string[];
-  /** A stable key of "the same invocation" (tool name + command or main argument). */
+  /**
+   * A stable key of "the same invocation": the tool's name and all its arguments but those that
+   * only describe or bound the call (`INCIDENTAL_ARGS`). Two edits of one file with other
+   * strings, or two searches of one folder for other patterns, are not the same invocation.
+   */
   readonly key: string;
 }
 
@@ -111,7 +116,7 @@ function computeToolAction(call: ToolCall): ToolAction {
     const raw = call.arguments.trim();
     if (raw && !raw.startsWith('{') && !/\s/.test(raw)) reads.push(raw);
   }
-  const key = `${name}:${command ?? mainPath ?? normalizeArgs(args)}`;
+  const key = `${name}:${command ?? mainPath ?? ''}#${fnv1a64(invocationArgs(args))}`;
   return { command, reads: dedupe(reads), writes: dedupe(writes), key };
 }
 
@@ -142,9 +147,18 @@ function unquote(s: string): string {
   return s.replace(/^['"]|['"]$/g, '');
 }
 
-function normalizeArgs(args: Record<string, unknown>): string {
-  const keys = Object.keys(args).sort();
-  return keys.map((k) => `${k}=${JSON.stringify(args[k])}`).join('&').slice(0, 300);
+/**
+ * Arguments that say what a call is for or how long it may take, not what it does: the same
+ * command run again with another `description` is the same invocation.
+ */
+const INCIDENTAL_ARGS: ReadonlySet<string> = new Set(['description', 'explanation', 'timeout', 'timeout_ms']);
+
+/** The arguments that decide what a call does, in a canonical text (sorted keys, whole values). */
+function invocationArgs(args: Record<string, unknown>): string {
+  const keys = Object.keys(args)
+    .filter((k) => !INCIDENTAL_ARGS.has(k))
+    .sort();
+  return keys.map((k) => `${k}=${JSON.stringify(args[k])}`).join('&');
 }
 
 function dedupe(xs: string[]): string[] {

@@ -26,6 +26,35 @@ describe('redundant-tool-output', () => {
     expect(c.detail['except']).toContain('FAIL tests/pool.test.ts');
   });
 
+  it('calls only the same arguments the same call: other edits of a file, other search patterns, long todo lists', () => {
+    // results long enough to be pointed at, and alike: only the arguments tell the calls apart
+    const updated = Array.from({ length: 30 }, (_, i) => `The file /w/src/report.py has been updated; line ${i} shown for review.`).join('\n');
+    const noMatch = Array.from({ length: 30 }, (_, i) => `searched src/module${i}: no match`).join('\n');
+    const todos = (last: string): { todos: { content: string; status: string }[] } => ({
+      todos: [...Array.from({ length: 12 }, (_, i) => ({ content: `Step ${i} of the report refactor, with its checks`, status: 'completed' })), { content: last, status: 'pending' }],
+    });
+    const model = new Script()
+      .user('Rename the totals helpers in report.py and find the callers')
+      .tool('Edit', { file_path: '/w/src/report.py', old_string: 'def total_rows(rows):', new_string: 'def count_rows(rows):' }, updated)
+      .tool('Edit', { file_path: '/w/src/report.py', old_string: 'def total_cost(items):', new_string: 'def sum_cost(items):' }, updated)
+      .tool('Grep', { path: 'src', pattern: 'total_rows' }, noMatch)
+      .tool('Grep', { path: 'src', pattern: 'total_cost' }, noMatch)
+      .tool('TodoWrite', todos('Update the callers of count_rows'), updated)
+      .tool('TodoWrite', todos('Update the callers of sum_cost'), updated)
+      .model();
+    expect(redundantToolOutput.detect(detectorContext(model))).toEqual([]);
+  });
+
+  it('still calls a command run again the same call when only its description differs', () => {
+    const lines = Array.from({ length: 40 }, (_, i) => ` ✓ tests/case${i}.test.ts`);
+    const model = new Script()
+      .user('Run the tests')
+      .tool('Bash', { command: 'npm test', description: 'Run the tests' }, [...lines, 'Tests: 40 passed'].join('\n'))
+      .tool('Bash', { command: 'npm test', description: 'Run the tests again', timeout: 120000 }, [...lines, 'Tests: 40 passed'].join('\n'))
+      .model();
+    expect(redundantToolOutput.detect(detectorContext(model)).map((c) => c.sectionIds)).toEqual([[sectionOfCall(model, 'c0')]]);
+  });
+
   it('leaves different outputs alone', () => {
     const model = new Script()
       .user('Check the two files')

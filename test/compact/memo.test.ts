@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { generateSession } from '../../src/bench/retention.js';
-import type { Message } from '../../src/model/messages.js';
+import type { Message, TranscriptEvent } from '../../src/model/messages.js';
 import { memoList, memoMessage } from '../../src/compact/memo.js';
 import { planCompaction, SummaryCache } from '../../src/compact/planner.js';
 import { redundantToolOutput } from '../../src/compact/detectors/index.js';
@@ -76,6 +76,14 @@ describe('planner with warm caches', () => {
 
   it('redundant-tool-output gives the same candidates on repeated runs', () => {
     const model = freshModel(13, 40, 30_000);
+    // the same command run three times, with the same long output
+    const output = Array.from({ length: 40 }, (_, i) => ` ✓ tests/pool${i}.test.ts (${i} ms)`).join('\n');
+    model.applyAll(
+      [0, 1, 2].flatMap((i): TranscriptEvent[] => [
+        { type: 'message', message: { id: `again-${i}`, role: 'assistant', text: '', toolCalls: [{ id: `again-call-${i}`, name: 'terminal', arguments: JSON.stringify({ command: 'npm test' }) }] } },
+        { type: 'message', message: { id: `again-out-${i}`, role: 'tool', text: output, toolCallId: `again-call-${i}`, toolName: 'terminal' } },
+      ]),
+    );
     const a = redundantToolOutput.detect(detectorContext(model));
     const b = redundantToolOutput.detect(detectorContext(model));
     expect(a.length).toBeGreaterThan(0);
