@@ -675,5 +675,8 @@ export function applyPlan(model: EditableModel, plan: Plan, editIds?: readonly s
 
 /** What an edit asks of the model: the sections it replaces and the summary put in their place. */
 export function replacementOf(e: Edit): { readonly sectionIds: readonly string[]; readonly summary: ReplacementSummary } {
-  return { sectionIds: e.replaces, summary: { text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason } };
+  // tokensAfter is the summary's count plus one message's overhead (buildEdit): the text's own
+  // count is passed on, so a summary stored with its secrets redacted replays at the size the agent holds
+  const tokens = e.tokensAfter - MESSAGE_OVERHEAD_TOKENS;
+  return { sectionIds: e.replaces, summary: { text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason, ...(tokens >= 0 ? { tokens } : {}) } };
 }

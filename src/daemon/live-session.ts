@@ -74,6 +74,12 @@ export class LiveSession {
   replayFrom: number | undefined;
   /** Plans stored since the session's plans were last pruned (SessionManager.prunePlans). */
   plansSincePrune = 0;
+  /**
+   * The texts of its last stored plan (summaries, survival facts) with their secrets redacted,
+   * by text: what the plan log stores (SessionManager.storedTexts). A re-plan's summaries are
+   * mostly the last plan's, so they are not scanned again.
+   */
+  storedTexts: ReadonlyMap<string, string> = new Map();
   /** Appends that arrived while released, applied once the model is rebuilt. */
   readonly pending: { readonly events: readonly TranscriptEvent[]; readonly toOffset: number | undefined }[] = [];
   /** The rebuild under way, if any. */

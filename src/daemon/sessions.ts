@@ -176,6 +176,8 @@ interface Planned {
   readonly model: SessionModel;
   readonly generation: number;
   readonly epoch: number;
+  /** The plan's texts as the plan log stores them (secrets redacted), by text (`storedTexts`). */
+  readonly stored?: ReadonlyMap<string, string>;
 }
 
 export class SessionManager extends EventEmitter<SessionManagerEvents> {
@@ -192,6 +194,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private pumping: Promise<void> | undefined;
   /** Plans being made (awaited on shutdown). */
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Plans the proxy applied, being stored (`recordProxied`): `drain` waits for them. */
+  private readonly storing = new Set<Promise<void>>();
   /** Plans of the run queue in flight (at most maxConcurrentPlans). */
   private plansRunning = 0;
   /** Sessions whose due plan waits for a free plan slot, in arrival order (they stay in planQueue). */
@@ -895,13 +899,20 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.link(s);
     if (plan) {
       s.life.applied({ reason: [...new Set(plan.edits.map((e) => e.reason))].join(','), at: this.now(), planId: plan.planId }, model.version);
-      try {
-        this.deps.plans.record({ planId: plan.planId, sessionId, createdAt: plan.createdAt, status: 'applied', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
-      } catch (err) {
-        this.log.error({ sessionId, planId: plan.planId, err: describeError(err) }, 'proxy plan not stored; continuing');
-      }
+      const storing: Promise<void> = this.recordProxied(s, plan).finally(() => this.storing.delete(storing));
+      this.storing.add(storing);
     }
     this.afterChange(s, plan ? 'edit' : undefined);
+  }
+
+  /** Store a plan the proxy applied, its texts as the plan log keeps them (`storedTexts`); a failure is logged. */
+  private async recordProxied(s: LiveSession, plan: Plan): Promise<void> {
+    try {
+      const stored = await this.storedTexts(s, plan);
+      this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'applied', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan: storedPlan(plan, stored) });
+    } catch (err) {
+      this.log.error({ sessionId: s.sessionId, planId: plan.planId, err: describeError(err) }, 'proxy plan not stored; continuing');
+    }
   }
 
   /**
@@ -1206,7 +1217,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   async drain(): Promise<void> {
     this.stopIngest();
-    await Promise.allSettled([...this.inFlight, this.pumping]);
+    await Promise.allSettled([...this.inFlight, ...this.storing, this.pumping]);
   }
 
   /** The session an open plan belongs to. */
@@ -1465,7 +1476,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       if (!made) return undefined;
       // Originals go to the archive before anyone can apply the plan: nothing is lost.
       if (made.plan.edits.length > 0 && !dryRun && !(await this.archiveOriginals(s, made, pause))) return undefined;
-      return made;
+      if (dryRun) return made;
+      return { ...made, stored: await this.storedTexts(s, made.plan) };
     } finally {
       w.done();
       // Only real plans age the cache: dry runs (a client's question, as often as it likes) would
@@ -1519,6 +1531,31 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
+   * The texts of `plan` that quote the transcript — its summaries and the survival check's facts
+   * — as the plan log stores them: through the archive's filter (`archiveFilter`, secrets
+   * redacted), like the originals they quote. Those of the session's last stored plan are not
+   * scanned again. Undefined without a filter (archive.redactSecrets off): stored as they are.
+   */
+  private async storedTexts(s: LiveSession, plan: Plan): Promise<ReadonlyMap<string, string> | undefined> {
+    const filter = this.deps.archiveFilter;
+    if (!filter) return undefined;
+    const texts = new Set([...plan.edits.map((e) => e.summary.content), ...plan.survival.missing.map((m) => m.fact)]);
+    const out = new Map<string, string>();
+    const todo: string[] = [];
+    for (const t of texts) {
+      const known = s.storedTexts.get(t);
+      if (known !== undefined) out.set(t, known);
+      else todo.push(t);
+    }
+    if (todo.length > 0) {
+      const { messages } = await filter(todo.map((text, i): Message => ({ id: `stored-${i}`, role: 'assistant', text })));
+      todo.forEach((t, i) => out.set(t, messages[i]?.text ?? UNSTORED_TEXT));
+    }
+    s.storedTexts = out;
+    return out;
+  }
+
+  /**
    * `made` as it stands in `s` now (message ranges rebased when the context moved under it), or
    * undefined — logged as dropped while `during` — when it must not be archived or published:
    * the session was closed or rebuilt, or a section an edit replaces left the context or changed
@@ -1555,7 +1592,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     }
     const pushed = handed || this.subscribedTo(s);
     this.expire(s.sessionId, s.life.propose(plan, pushed), 'superseded by a newer plan');
-    this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'proposed', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan });
+    this.deps.plans.record({ planId: plan.planId, sessionId: s.sessionId, createdAt: plan.createdAt, status: 'proposed', headroomBefore: plan.headroomBefore, headroomAfter: plan.headroomAfter, plan: storedPlan(plan, made.stored) });
     if (++s.plansSincePrune >= PRUNE_PLANS_EVERY) this.prunePlans(s);
     this.log.info(
       {
@@ -1567,7 +1604,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         headroomAfter: plan.headroomAfter,
         tokensBefore: plan.tokensBefore,
         tokensAfter: plan.tokensAfter,
-        survival: plan.survival,
+        // counts only: the facts quote the transcript (secrets and all)
+        survival: { checked: plan.survival.checked, missing: plan.survival.missing.length, reinjected: plan.survival.reinjected },
         // per-section scores: in the stored plan and the planner's debug lines (one line per plan
         // at info, written synchronously: every edit's score factors made it several kB)
         edits: plan.edits.map((e) => ({ editId: e.editId, reason: e.reason, replaces: e.replaces, tokensBefore: e.tokensBefore, tokensAfter: e.tokensAfter, handle: e.handle })),
@@ -1602,4 +1640,22 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
     }
   }
+}
+
+/** What stands in the plan log for a text the redaction filter returned nothing for. */
+const UNSTORED_TEXT = '[not stored: the secret scan returned no text]';
+
+/**
+ * `plan` as the plan log stores it: its summaries and survival facts replaced by `stored`'s
+ * redacted texts (a replayed summary is counted from its edit's `tokensAfter`, not its text:
+ * `replacementOf`). Without `stored`, the plan as it is.
+ */
+function storedPlan(plan: Plan, stored: ReadonlyMap<string, string> | undefined): Plan {
+  if (!stored) return plan;
+  const text = (t: string): string => stored.get(t) ?? UNSTORED_TEXT;
+  return {
+    ...plan,
+    edits: plan.edits.map((e) => ({ ...e, summary: { ...e.summary, content: text(e.summary.content) } })),
+    survival: { ...plan.survival, missing: plan.survival.missing.map((m) => ({ ...m, fact: text(m.fact) })) },
+  };
 }

@@ -242,15 +242,15 @@ export class LiveContext {
   /**
    * Takes `recs` out of the context and puts `message` (a summary) in their place: at the first
    * entry they touch, or just after it when that entry keeps other live parts. Returns the
-   * summary's section record.
+   * summary's section record. `known`: the message's text counts when they are known (`buildEntry`).
    */
-  replace(recs: readonly SectionRec[], message: Message, extra: Pick<SectionRec, 'summary'>): SectionRec {
+  replace(recs: readonly SectionRec[], message: Message, extra: Pick<SectionRec, 'summary'>, known?: readonly number[]): SectionRec {
     this.dropMessageList();
     const doomed = new Set(recs);
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
     if (firstEntry && firstEntry.frags.some((f) => f.section !== undefined && !doomed.has(f.section))) at++;
-    const entry = buildEntry(message, this.counter, this.tokenCache);
+    const entry = buildEntry(message, this.counter, this.tokenCache, known);
     if (this.derived) this.analyse(entry.frags);
     const goneEntries = new Set<Entry>();
     for (const rec of recs) {

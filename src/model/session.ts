@@ -53,6 +53,12 @@ export interface ReplacementSummary {
   readonly editId: string;
   readonly handle: string;
   readonly reason: string;
+  /**
+   * Tokens of `text` as counted when the summary was made, when known: a replayed summary is
+   * counted as the agent holds it even where its stored text differs (secrets redacted in the
+   * plan log). Counted from `text` when absent.
+   */
+  readonly tokens?: number;
 }
 
 /** An edit accepted before, replayed (`SessionModel.replayEach`): what it replaced when it was made. */
@@ -378,9 +384,8 @@ export class SessionModel {
         isSummary: true,
         ...(ts !== undefined ? { timestamp: ts } : {}),
       };
-      const rec = this.ctx.replace(recs, message, {
-        summary: { editId: summary.editId, handle: summary.handle, reason: summary.reason },
-      });
+      const known = summary.tokens !== undefined && Number.isSafeInteger(summary.tokens) && summary.tokens >= 0 ? [summary.tokens, 0] : undefined;
+      const rec = this.ctx.replace(recs, message, { summary: { editId: summary.editId, handle: summary.handle, reason: summary.reason } }, known);
       this.ver++;
       this.epochValue++;
       this.scoreDirty = true;
