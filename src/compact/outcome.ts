@@ -5,7 +5,7 @@
  * code. A success is never described as an error. Memoized per message.
  */
 import type { Message, ToolCall } from '../model/messages.js';
-import { isWriteTool, parseArgs, toolAction } from '../model/toolargs.js';
+import { isReadTool, isWriteTool, parseArgs, toolAction } from '../model/toolargs.js';
 import {
   assertionLines,
   clip,
@@ -14,6 +14,8 @@ import {
   extractErrorLines,
   isFrameLine,
   isProjectFrame,
+  isRejectedResult,
+  FAILURE_WORDS_RE,
   jsonResultText,
   patchGists,
   replaceGist,
@@ -38,7 +40,12 @@ export interface ToolOutcome {
   readonly error?: string;
   /** Failed runs only: the first stack frame in project code. */
   readonly frame?: string;
+  /** The call was rejected or interrupted before it ran (a kind of failure: nothing it asked for happened). */
+  readonly rejected?: true;
 }
+
+/** What a rejected call's outcome says instead of quoting the harness (whose text tells the agent to stop and wait). */
+export const REJECTED_ERROR = 'the tool use was rejected; it did not run';
 
 const GENERIC_ERROR = /^(?:npm ERR!|ELIFECYCLE|error Command failed|Process exited|Command failed|Error: Process completed with exit code|FAIL\s*$)|\bexit (?:code|status)\b/i;
 
@@ -53,23 +60,45 @@ export function toolOutcome(m: Message): ToolOutcome {
     const text = resultText(x);
     const exitCode = x.exitCode ?? exitStatusOf(text);
     const verdict = verdictLines(text)[0];
-    const failed = x.isError === true || (exitCode !== undefined && exitCode !== 0) || (verdict !== undefined && verdictFailed(verdict));
+    const rejected = isRejectedResult(text);
+    const failed = rejected || x.isError === true || (exitCode !== undefined && exitCode !== 0) || (verdict !== undefined && verdictFailed(verdict));
     const base = { failed, ...(exitCode !== undefined ? { exitCode } : {}), ...(verdict !== undefined ? { verdict: clip(verdict, 200) } : {}) };
     if (!failed) return { ...base, assertions: [] };
+    if (rejected) return { ...base, assertions: [], error: REJECTED_ERROR, rejected: true };
     const assertions = assertionLines(text).map((l) => clip(stripDanglingRefs(l), 240));
-    const errors = extractErrorLines(text)
-      .map((l) => stripDanglingRefs(l))
-      .filter((l) => l.length > 0 && !verdictLines(l).length);
-    // the most specific line: an exception or assertion beats "npm ERR! Test failed" / "exit code 1"
-    const specific = [...errors].reverse().find((l) => !GENERIC_ERROR.test(l));
-    let error = specific ?? errors[errors.length - 1];
-    if (error === undefined && assertions.length === 0 && verdict === undefined) {
-      const tail = text.trim().split('\n').map((l) => stripDanglingRefs(l.trim())).filter((l) => l.length > 0).pop();
-      if (tail && tail.length <= 400) error = tail;
-    }
+    // a file tool answers with a message of its own, not a program's output
+    const refused = x.toolName !== undefined && (isWriteTool(x.toolName) || isReadTool(x.toolName));
+    const error = errorLineOf(text, refused, assertions.length > 0 || verdict !== undefined);
     const frame = text.split('\n').find((l) => isFrameLine(l) && isProjectFrame(l))?.trim();
     return { ...base, assertions, ...(error !== undefined ? { error: clip(error, 240) } : {}), ...(frame !== undefined ? { frame: clip(frame, 200) } : {}) };
   });
+}
+
+/** Non-empty lines of a result, trimmed, dangling references stripped. */
+function contentLines(text: string): string[] {
+  return text.trim().split('\n').map((l) => stripDanglingRefs(l.trim())).filter((l) => l.length > 0);
+}
+
+/**
+ * The error line of a failed result. A file tool (edit, write, read) that refused a call
+ * leads with why — `error: Failed to find expected lines …`, `Found 2 matches of the
+ * string to replace, but replace_all is false …` — and the lines after it often echo the call's
+ * own arguments (an edit's old_string), which are no error at all: its first line is the error
+ * when it states a failure, and the fallback when nothing else does. A command's output: the
+ * most specific error line (an exception or assertion beats "npm ERR! Test failed" / "exit
+ * code 1"); when no line reads as an error and nothing else (assertion, verdict) says what
+ * failed, its last line (a failing command ends with why).
+ */
+function errorLineOf(text: string, refused: boolean, explained: boolean): string | undefined {
+  const first = refused ? contentLines(text.length > 4000 ? text.slice(0, 4000) : text)[0] : undefined;
+  if (first !== undefined && FAILURE_WORDS_RE.test(first)) return first;
+  const errors = extractErrorLines(text)
+    .map((l) => stripDanglingRefs(l))
+    .filter((l) => l.length > 0 && !verdictLines(l).length);
+  const error = [...errors].reverse().find((l) => !GENERIC_ERROR.test(l)) ?? errors[errors.length - 1];
+  if (error !== undefined || explained) return error;
+  const fallback = first ?? contentLines(text).pop();
+  return fallback !== undefined && fallback.length <= 400 ? fallback : undefined;
 }
 
 /** Per-file gists of a tool call that edits files (apply_patch, Edit, MultiEdit, Write, str_replace). */

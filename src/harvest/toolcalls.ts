@@ -5,6 +5,7 @@
  */
 import type { Message } from '../model/messages.js';
 import { baseToolName, isReadTool, isWriteTool } from '../model/toolargs.js';
+import { isRejectedResult } from '../text/index.js';
 
 export const TOOL_KINDS = ['shell', 'read', 'edit', 'search', 'web', 'other'] as const;
 export type ToolKind = (typeof TOOL_KINDS)[number];
@@ -134,8 +135,6 @@ export function salientArg(kind: ToolKind, args: Readonly<Record<string, unknown
   return '';
 }
 
-const REJECTED = /^(?:The user doesn't want to proceed|\[Request interrupted|User rejected|The user rejected|Tool use was rejected|Permission to use .* (?:was )?denied by the user)/i;
-
 /** Pair every tool call with its result (by id, never by position). */
 export function pairToolCalls(messages: readonly Message[]): ToolExchange[] {
   const results = new Map<string, Message>();
@@ -147,7 +146,7 @@ export function pairToolCalls(messages: readonly Message[]): ToolExchange[] {
       const kind = toolKind(call.name);
       const res = results.get(call.id);
       const text = res?.text;
-      const rejected = text !== undefined && REJECTED.test(text.trimStart());
+      const rejected = text !== undefined && isRejectedResult(text);
       const command = kind === 'shell' ? commandOf(args) : undefined;
       out.push({
         index: out.length,

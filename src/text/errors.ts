@@ -170,6 +170,19 @@ export function normalizeSignature(line: string): string {
     .slice(0, 120);
 }
 
+/**
+ * A tool result saying the call was declined before it ran: the user rejected or interrupted
+ * it, or denied its permission (Claude Code's "The user doesn't want to proceed with this tool
+ * use. The tool use was rejected (…)", "[Request interrupted by user for tool use]").
+ */
+const REJECTED_RESULT_RE =
+  /^(?:The user doesn't want to proceed|\[Request interrupted|User rejected|The user rejected|(?:The )?tool use was rejected|Permission to use .* (?:was )?denied by the user)/i;
+
+/** True when a tool result says the call was rejected or interrupted, so it never ran. */
+export function isRejectedResult(text: string): boolean {
+  return REJECTED_RESULT_RE.test(text.trimStart());
+}
+
 /** A line with any of these words may describe a failure (loose: for error signatures). */
 export const FAILURE_WORDS_RE =
   /(error|exception|failed|failure|not found|no such|denied|cannot|can't|unable|invalid|refused|timed? ?out|exit code|traceback|fatal|panic|unexpected|missing|undefined|not allowed|conflict|already exists|must be|found \d+ matches)/i;
