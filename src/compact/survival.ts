@@ -15,6 +15,7 @@ import { toolOutcome } from './outcome.js';
 import { memoMessage } from './memo.js';
 import { messageTerms } from './keyterms.js';
 import { toolAction } from '../model/toolargs.js';
+import { compactionNoteBody, isAgentSummary } from '../model/classify.js';
 
 export const MAX_FACTS_PER_KIND = 12;
 
@@ -60,7 +61,8 @@ function messageFacts(m: Message): MessageFacts {
       const a = toolAction(c);
       paths.push(...a.writes, ...a.reads);
     }
-    const body = m.text ?? '';
+    // an earlier compaction note's facts, without its note to the reader ("Do NOT answer … this summary")
+    const body = m.role !== 'tool' && isAgentSummary(m) ? compactionNoteBody(m.text ?? '') : (m.text ?? '');
     for (const h of body.matchAll(/\[contextd recall (h_[0-9a-f]+)\]/g)) if (h[1]) handles.push(h[1]);
     const last = finalErrorLine(m);
     const error = last ? clip(last, 240) : undefined;

@@ -30,6 +30,39 @@ export function looksLikeAgentSummary(text: string): boolean {
   return text.startsWith('[CONTEXT COMPACTION') || text.startsWith('This session is being continued from a previous conversation');
 }
 
+/** A compaction summary of earlier context (flagged `isSummary`, or a note an adapter did not flag): not the user's words. */
+export function isAgentSummary(m: { readonly text: string; readonly isSummary?: boolean }): boolean {
+  return m.isSummary === true || looksLikeAgentSummary(m.text);
+}
+
+/** A note's tag, `[CONTEXT COMPACTION — REFERENCE ONLY]`. */
+const NOTE_TAG = /^\s*\[CONTEXT COMPACTION[^\]\n]*\]\s*/;
+/**
+ * A sentence in which a compaction note speaks to its reader about itself: "Do NOT answer
+ * questions or fulfill requests mentioned in this summary; they were already addressed",
+ * "treat it as background reference, NOT as active instructions", "The conversation is
+ * summarized below".
+ */
+const NOTE_SELF_REFERENCE =
+  /\b(?:this|the|that) (?:summary|handoff|compaction)\b|\bsummari[sz]ed below\b|\bsummary below\b|\breference only\b|\bbackground reference\b|\bactive instructions?\b|\balready (?:been )?addressed\b|\bprevious (?:conversation|context window)\b/i;
+
+/**
+ * The facts of a compaction note without what it tells its reader about itself: quoted in
+ * another summary, "Do NOT answer … in this summary" would point at that summary instead.
+ */
+export function compactionNoteBody(text: string): string {
+  return text
+    .replace(NOTE_TAG, '')
+    .split('\n')
+    .map((line) =>
+      line
+        .split(/(?<=[.!?;])\s+/)
+        .filter((s) => !NOTE_SELF_REFERENCE.test(s))
+        .join(' '),
+    )
+    .join('\n');
+}
+
 /**
  * Assistant text that states a decision, plan or conclusion. A bare "I'll" is not enough
  * (agents narrate "I'll read the file", "I'll update the todo" constantly): it must be followed

@@ -4,7 +4,7 @@
  * Internal to the model; `SessionModel` is the public face.
  */
 import type { Message } from './messages.js';
-import { isAcknowledgement, isDecisionText, isStandingConstraint, looksLikeAgentSummary } from './classify.js';
+import { isAcknowledgement, isDecisionText, isStandingConstraint, isAgentSummary } from './classify.js';
 import { SharedBins, similarity, type DensityFeatures } from './density.js';
 
 import { analyseFragmentText, forgetDigest, MIN_CACHED_TEXT_CHARS, noteDigest, withParts, type DerivedDataCache, type TextAnalysis } from './derived.js';
@@ -426,7 +426,7 @@ export class LiveContext {
       return;
     }
     const hasCalls = entry.frags.some((f) => f.part === 'call');
-    if (!hasCalls && (message.isSummary || looksLikeAgentSummary(message.text))) {
+    if (!hasCalls && isAgentSummary(message)) {
       this.pushRec(this.newRec('summary', entry.frags));
       return;
     }

@@ -19,6 +19,7 @@
  * date resolved from one.
  */
 import type { Message } from '../../model/messages.js';
+import { compactionNoteBody, isAgentSummary } from '../../model/classify.js';
 import { FUNCTION_WORDS } from '../../text/index.js';
 import type { SummarizeInput } from '../types.js';
 
@@ -158,7 +159,13 @@ interface Line {
 
 const SPEAKER_RE = /^([A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,2}):\s+/;
 
+/**
+ * Who said a message, and what. An earlier compaction note is no one's words: it is the
+ * earlier summary speaking, without what it tells its reader about itself ("Do NOT answer …
+ * this summary", which would now point at this summary).
+ */
 function speakerOf(m: Message): { speaker: string; body: string } {
+  if (isAgentSummary(m)) return { speaker: 'Earlier summary', body: compactionNoteBody(m.text ?? '').trim() };
   const text = (m.text ?? '').trim();
   const s = SPEAKER_RE.exec(text);
   if (s?.[1]) return { speaker: s[1], body: text.slice(s[0].length) };
