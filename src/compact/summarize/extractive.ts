@@ -20,9 +20,11 @@ import {
   lastSentences,
   sentences,
   stripDanglingRefs,
+  uniq,
 } from '../../text/index.js';
 import { describeCall, describeEdits, describeOutcome, editGists, resultText, toolOutcome } from '../outcome.js';
 import { toolAction } from '../../model/toolargs.js';
+import { compactionNoteBody, isAgentSummary } from '../../model/classify.js';
 import { imageNote, isConversational, spanSummary } from './span.js';
 import { memoMessage } from '../memo.js';
 
@@ -33,11 +35,12 @@ export const DEFAULT_SUMMARY_TOKENS = 300;
 export const CHARS_PER_TOKEN = 3.5;
 
 /** Groups in the order they are printed. */
-const GROUPS = ['pointer', 'user', 'errors', 'edits', 'ran', 'paths', 'values', 'refs', 'conclusion'] as const;
+const GROUPS = ['pointer', 'user', 'instructions', 'errors', 'edits', 'ran', 'paths', 'values', 'refs', 'conclusion'] as const;
 type Group = (typeof GROUPS)[number];
 const LABEL: Record<Group, string> = {
   pointer: '',
   user: 'User said',
+  instructions: 'Instructions',
   errors: 'Errors',
   edits: 'Edits',
   ran: 'Ran',
@@ -54,6 +57,13 @@ interface Fact {
   readonly priority: number;
   /** Position in the input, for stable ordering. */
   readonly pos: number;
+  /** An item of the heading fact at this position: printed only under it. */
+  readonly under?: number;
+  /**
+   * A heading of items (`under` this fact): printed only with at least one of them; with none
+   * kept, this text is printed instead (or nothing, when unset), never a heading of nothing.
+   */
+  readonly alone?: string;
 }
 
 /** The words of a fact a key term is matched against (what `collectFacts` calls "mentioned"). */
@@ -80,17 +90,19 @@ interface RawFact {
 type Add = (g: Group, t: string, p: number, gate?: string) => void;
 
 /** Raw facts in the order `messageFacts` adds them (empty texts dropped, as `collectFacts` drops them). */
-function rawFactsOf(m: Message, isLastAssistant: boolean, call: ToolCall | undefined): readonly RawFact[] {
+function rawFactsOf(m: Message, isLastAssistant: boolean, call: ToolCall | undefined, failed: ReadonlySet<string>): readonly RawFact[] {
   const compute = (): RawFact[] => {
     const out: RawFact[] = [];
     messageFacts(m, (group, text, priority, gate) => {
       // never point at text the reader no longer has ("see above")
       const t = stripDanglingRefs(text.trim());
       if (t.length > 0) out.push({ group, text: t, priority, words: termCandidates(t), ...(gate !== undefined ? { gate: termCandidates(gate) } : {}) });
-    }, isLastAssistant, call);
+    }, isLastAssistant, call, failed);
     return out;
   };
-  const memo = memoMessage(m, `extractive-facts:${isLastAssistant ? 1 : 0}:${call?.id ?? ''}`, () => ({ call, facts: compute() }));
+  // the facts of a message's calls depend on which of them failed (their results are other messages)
+  const failedHere = (m.toolCalls ?? []).filter((c) => failed.has(c.id)).map((c) => c.id);
+  const memo = memoMessage(m, `extractive-facts:${isLastAssistant ? 1 : 0}:${call?.id ?? ''}:${failedHere.join(',')}`, () => ({ call, facts: compute() }));
   // a call of the same id but another object (never within one session): derived afresh
   return memo.call === call ? memo.facts : compute();
 }
@@ -101,38 +113,64 @@ export function collectFacts(input: SummarizeInput): Fact[] {
   const terms = new Set((input.keyTerms ?? []).map((t) => t.toLowerCase()));
   const mentioned = (words: readonly string[]): boolean => terms.size > 0 && words.some((w) => terms.has(w));
   let pos = 0;
-  const push = (f: RawFact): void => {
+  const push = (f: RawFact, heading?: Heading): void => {
     if (f.gate && !mentioned(f.gate)) return;
-    facts.push({ group: f.group, text: f.text, priority: f.priority + (mentioned(f.words) ? 40 : 0), pos: pos++ });
+    facts.push({ group: f.group, text: f.text, priority: f.priority + (mentioned(f.words) ? 40 : 0), pos: pos++, ...heading });
   };
-  const add = (group: Group, text: string, priority: number): void => {
+  pointerFacts(input, (text, priority, heading) => {
     const t = stripDanglingRefs(text.trim());
-    if (t.length > 0) push({ group, text: t, priority, words: termCandidates(t) });
-  };
-  const d = input.detail ?? {};
-  if (input.reason === 'redundant-tool-output') {
-    const except = Array.isArray(d['except']) ? (d['except'] as unknown[]).filter((x): x is string => typeof x === 'string') : [];
-    add('pointer', `A later identical call returned the same output${except.length ? ', except:' : '.'}`, 100);
-    for (const e of except) add('pointer', `  ${clip(e, 160)}`, 55);
-  }
-  if (input.reason === 'stale-read' && Array.isArray(d['paths'])) {
-    add('pointer', `Earlier read of ${(d['paths'] as unknown[]).join(', ')}; the file was read again or edited later.`, 100);
-  }
+    if (t.length === 0) return undefined;
+    push({ group: 'pointer', text: t, priority, words: termCandidates(t) }, heading);
+    return pos - 1;
+  });
   const calls = new Map<string, ToolCall>();
   for (const m of input.messages) for (const c of m.toolCalls ?? []) calls.set(c.id, c);
+  const failed = failedCallIds(input.messages);
   const lastAssistant = [...input.messages].reverse().find((m) => m.role === 'assistant' && m.text.trim().length > 0);
   for (const m of input.messages) {
     const call = m.role === 'tool' && m.toolCallId !== undefined ? calls.get(m.toolCallId) : undefined;
-    for (const f of rawFactsOf(m, m === lastAssistant, call)) push(f);
+    for (const f of rawFactsOf(m, m === lastAssistant, call, failed)) push(f);
   }
   return facts;
+}
+
+/** Ids of the calls whose results (among `messages`) failed or were rejected. */
+function failedCallIds(messages: readonly Message[]): ReadonlySet<string> {
+  const out = new Set<string>();
+  for (const m of messages) if (m.role === 'tool' && m.toolCallId !== undefined && toolOutcome(m).failed) out.add(m.toolCallId);
+  return out;
+}
+
+/** How a fact relates to a heading (see `Fact`). */
+type Heading = Pick<Fact, 'under' | 'alone'>;
+
+/** Adds a pointer fact; returns its position (undefined when its text was empty). */
+type AddPointer = (text: string, priority: number, heading?: Heading) => number | undefined;
+
+/**
+ * What the detector that chose the messages found (the pointer lines): a later identical
+ * call's output and the lines it differs by; an earlier read made stale.
+ */
+function pointerFacts(input: SummarizeInput, add: AddPointer): void {
+  const d = input.detail ?? {};
+  if (input.reason === 'redundant-tool-output') {
+    const except = Array.isArray(d['except']) ? (d['except'] as unknown[]).filter((x): x is string => typeof x === 'string' && x.trim().length > 0) : [];
+    const same = 'A later identical call returned the same output';
+    const n = except.length;
+    const head = add(n > 0 ? `${same}, except:` : `${same}.`, 100, n > 0 ? { alone: `${same}, except ${n} line${n === 1 ? '' : 's'}.` } : undefined);
+    for (const e of except) add(`  ${clip(e, 160)}`, 55, head !== undefined ? { under: head } : undefined);
+  }
+  if (input.reason === 'stale-read' && Array.isArray(d['paths'])) {
+    add(`Earlier read of ${(d['paths'] as unknown[]).join(', ')}; the file was read again or edited later.`, 100);
+  }
 }
 
 /** Facts of a tool result: how it ended; error details only when it failed. */
 function toolResultFacts(m: Message, add: Add, call: ToolCall | undefined): void {
   const o = toolOutcome(m);
-  const name = call ? describeCall(call) : (m.toolName ?? 'tool call');
   const edits = call ? editGists(call) : [];
+  // a failed edit is told here, by path, and never as edited (`callFacts`)
+  const name = edits.length > 0 ? `edit of ${uniq(edits.map((g) => g.path)).join(', ')}` : call ? describeCall(call) : (m.toolName ?? 'tool call');
   if (!o.failed) {
     const said = describeOutcome(o);
     // a successful edit is told by its gist; a successful command by its status and verdict
@@ -149,27 +187,50 @@ function toolResultFacts(m: Message, add: Add, call: ToolCall | undefined): void
 }
 
 /**
- * The facts of one message, in order. A fact only worth keeping when a key term names it
- * (the tail of a long dump) passes the text to match as `gate`.
+ * Facts of one tool call: the edits it made, else the command it ran, and the files it read.
+ * An edit whose result failed or was rejected made no change: its result tells it
+ * (`toolResultFacts`), never an "edited" line.
  */
-function messageFacts(m: Message, add: Add, isLastAssistant: boolean, call: ToolCall | undefined): void {
-  const text = m.text ?? '';
-  if (m.role === 'user' || m.role === 'system') {
-    for (const c of extractConstraints(text)) add('user', clip(c, 240), 90);
-    const first = sentences(text)[0];
-    if (first && !m.injected) add('user', clip(first, 200), 70);
+function callFacts(c: ToolCall, failed: boolean, add: Add): void {
+  const a = toolAction(c);
+  const edits = describeEdits(c);
+  if (edits.length > 0) {
+    if (!failed) for (const e of edits) add('edits', clip(e, 240), 80);
+  } else if (a.command) add('ran', describeCall(c), 50);
+  else add('ran', `${c.name}(${clip(c.arguments.replace(/\s+/g, ' '), 100)})`, 35);
+  if (a.writes.length && edits.length === 0 && !failed) add('paths', `edited ${a.writes.join(', ')}`, 65);
+  if (a.reads.length) add('paths', `read ${a.reads.join(', ')}`, 45);
+}
+
+/**
+ * Facts of a prompt (a user-role or system message): the user's own words under "User said";
+ * a system prompt or harness-injected text, which nobody typed, as instructions; an earlier
+ * compaction note (another agent's summary) as what it is — never the user's words, and
+ * without what it tells its reader about itself (`compactionNoteBody`).
+ */
+function promptFacts(m: Message, text: string, note: boolean, add: Add): void {
+  if (note) {
+    add('pointer', 'Included an earlier summary of the conversation.', 60);
+    for (const c of extractConstraints(text)) add('instructions', clip(c, 240), 85);
+    return;
   }
-  if (m.toolCalls) {
-    for (const c of m.toolCalls) {
-      const a = toolAction(c);
-      const edits = describeEdits(c);
-      if (edits.length > 0) for (const e of edits) add('edits', clip(e, 240), 80);
-      else if (a.command) add('ran', describeCall(c), 50);
-      else add('ran', `${c.name}(${clip(c.arguments.replace(/\s+/g, ' '), 100)})`, 35);
-      if (a.writes.length && edits.length === 0) add('paths', `edited ${a.writes.join(', ')}`, 65);
-      if (a.reads.length) add('paths', `read ${a.reads.join(', ')}`, 45);
-    }
-  }
+  if (m.role !== 'user' && m.role !== 'system') return;
+  const own = m.role === 'user' && !m.injected;
+  for (const c of extractConstraints(text)) add(own ? 'user' : 'instructions', clip(c, 240), 90);
+  const first = sentences(text)[0];
+  if (first && !m.injected) add(own ? 'user' : 'instructions', clip(first, 200), 70);
+}
+
+/**
+ * The facts of one message, in order. A fact only worth keeping when a key term names it
+ * (the tail of a long dump) passes the text to match as `gate`. `failed`: ids of calls whose
+ * results failed.
+ */
+function messageFacts(m: Message, add: Add, isLastAssistant: boolean, call: ToolCall | undefined, failed: ReadonlySet<string>): void {
+  const note = m.role !== 'tool' && isAgentSummary(m);
+  const text = note ? compactionNoteBody(m.text ?? '') : (m.text ?? '');
+  promptFacts(m, text, note, add);
+  for (const c of m.toolCalls ?? []) callFacts(c, failed.has(c.id), add);
   if (m.role === 'tool') {
     toolResultFacts(m, add, call);
     if (toolOutcome(m).failed) {
@@ -198,7 +259,7 @@ function messageFacts(m: Message, add: Add, isLastAssistant: boolean, call: Tool
   extractPaths(body).forEach((p, i) => add('paths', p, m.role === 'tool' ? 15 : 42, i < 40 ? undefined : p));
   for (const u of extractUrls(body).slice(0, 10)) add('refs', u, 38);
   if (m.role !== 'tool') for (const id of extractIdentifiers(text).slice(0, 20)) add('refs', id, 10);
-  if (m.role === 'assistant') {
+  if (m.role === 'assistant' && !note) {
     const n = isLastAssistant ? 3 : 1;
     lastSentences(text, n).forEach((s) => add('conclusion', clip(s, 240), isLastAssistant ? 75 : 20));
     if (m.reasoning && !text.trim()) lastSentences(m.reasoning, 1).forEach((s) => add('conclusion', clip(s, 200), 18));
@@ -232,13 +293,30 @@ export function renderFacts(facts: readonly Fact[], maxChars: number, header: st
   return text;
 }
 
+/**
+ * The chosen facts as printed: a heading none of whose items was kept prints its `alone` text
+ * (or nothing), and an item whose heading was not kept is not printed.
+ */
+function settleHeadings(chosen: readonly Fact[]): Fact[] {
+  const kept = new Set(chosen.map((f) => f.pos));
+  const withItems = new Set(chosen.flatMap((f) => (f.under !== undefined ? [f.under] : [])));
+  const out: Fact[] = [];
+  for (const f of chosen) {
+    if (f.under !== undefined && !kept.has(f.under)) continue;
+    if (f.alone === undefined || withItems.has(f.pos)) out.push(f);
+    else if (f.alone.length > 0) out.push({ ...f, text: f.alone });
+  }
+  return out;
+}
+
 function renderChosen(chosen: readonly Fact[], header: string): string {
   const lines = [header];
+  const printed = settleHeadings(chosen);
   for (const g of GROUPS) {
-    const items = chosen.filter((f) => f.group === g).sort((a, b) => a.pos - b.pos);
+    const items = printed.filter((f) => f.group === g).sort((a, b) => a.pos - b.pos);
     if (items.length === 0) continue;
     if (g === 'pointer') lines.push(...items.map((i) => i.text));
-    else if (g === 'errors' || g === 'edits' || g === 'user' || g === 'conclusion' || g === 'values') lines.push(`${LABEL[g]}:`, ...items.map((i) => `- ${i.text}`));
+    else if (g === 'errors' || g === 'edits' || g === 'user' || g === 'instructions' || g === 'conclusion' || g === 'values') lines.push(`${LABEL[g]}:`, ...items.map((i) => `- ${i.text}`));
     else lines.push(`${LABEL[g]}: ${items.map((i) => i.text).join('; ')}`);
   }
   return lines.join('\n');
