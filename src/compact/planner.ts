@@ -19,6 +19,7 @@ import { isConversational } from './summarize/span.js';
 import { isStandingConstraint } from '../model/classify.js';
 import { ensureSurvival, keyFacts } from './survival.js';
 import { BoundedMemo, memoList, memoMessage } from './memo.js';
+import { POINTER_FIELDS } from './pointers.js';
 import { fnv1a64, contentTerms } from '../text/index.js';
 import type { Candidate, CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
 
@@ -226,6 +227,20 @@ export function detectorContext(model: CompactableModel): DetectorContext {
 const summarizedOriginals = new WeakMap<Edit, ReadonlyMap<string, readonly Message[]>>();
 
 /**
+ * The sections in view a pointer summary of the planner rests on ("a later identical call
+ * returned the same output"), by edit: a side map, as `summarizedOriginals`.
+ */
+const reliedOn = new WeakMap<Edit, readonly string[]>();
+
+/**
+ * A section `edit`'s summary points at, that left the context or that `replaced` (the edits
+ * applied with it) removes from view; undefined when its summary stays true.
+ */
+function lostPointer(model: Pick<CompactableModel, 'section'>, edit: Edit, replaced: ReadonlySet<string>): string | undefined {
+  return reliedOn.get(edit)?.find((id) => replaced.has(id) || !model.section(id));
+}
+
+/**
  * The originals an edit of `planCompaction` summarized and its handle names, by section: what
  * to archive under the handle (the model may have moved on since). Undefined for an edit the
  * planner did not make in this process.
@@ -238,13 +253,14 @@ export function originalsOf(edit: Edit): Pick<CompactableModel, 'messagesOf'> | 
 /**
  * `plan` as it stands in `model` now, or undefined when it must not be applied: a section an
  * edit replaces left the context, or holds other messages than the edit summarized (for an
- * edit made elsewhere: none). Sections that still stand keep the plan; message ranges are
+ * edit made elsewhere: none), or a section a summary points at left it. Sections that still stand keep the plan; message ranges are
  * rebased to where they stand now (the same plan when nothing moved). The one check of a
  * plan made while the context moved under it (truncated tail, reset, another edit applied).
  */
 export function planStanding(model: Pick<CompactableModel, 'section' | 'messagesOf'>, plan: Plan): Plan | undefined {
   let moved = false;
   const edits: Edit[] = [];
+  const replaced = new Set(plan.edits.flatMap((e) => e.replaces));
   for (const e of plan.edits) {
     const originals = summarizedOriginals.get(e);
     let start = Number.POSITIVE_INFINITY;
@@ -258,6 +274,7 @@ export function planStanding(model: Pick<CompactableModel, 'section' | 'messages
       start = Math.min(start, section.messageRange.start);
       end = Math.max(end, section.messageRange.end);
     }
+    if (lostPointer(model, e, replaced) !== undefined) return undefined;
     if (start === e.messageRange.start && end === e.messageRange.end) {
       edits.push(e);
       continue;
@@ -265,6 +282,8 @@ export function planStanding(model: Pick<CompactableModel, 'section' | 'messages
     moved = true;
     const rebased: Edit = { ...e, messageRange: { start, end } };
     if (originals) summarizedOriginals.set(rebased, originals);
+    const relies = reliedOn.get(e);
+    if (relies) reliedOn.set(rebased, relies);
     edits.push(rebased);
   }
   return moved ? { ...plan, edits } : plan;
@@ -386,7 +405,9 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   // that meets the target — else the one saving most — wins.
   for (let round = 0; round < MAX_ROUNDS; round++) {
     await options.pause?.();
-    const runs = selectRuns(units, { needTokens: need + extra, ratio, mergeAll: options.mode !== 'soft' && round === MAX_ROUNDS - 1 });
+    // The first round keeps what summaries point at in view, whatever its estimate says; soft
+    // mode always does (a pointer made to stand alone would be a low-score edit).
+    const runs = selectRuns(units, { needTokens: need + extra, ratio, mergeAll: options.mode !== 'soft' && round === MAX_ROUNDS - 1, keepPointedAt: round === 0 || options.mode === 'soft' });
     const built = await buildEdits(model, runs, b);
     if (round === 0 || savedBy(built) > savedBy(records)) records = built;
     const after = tokensBefore - savedBy(built);
@@ -404,7 +425,10 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   records = await spendSlack(model, records, tokensBefore - target, b);
   records = giveBack(records, tokensBefore - target, units);
   // only the plan's own edits name their originals (not those of rounds given up)
-  for (const r of records) summarizedOriginals.set(r.edit, r.originals);
+  for (const r of records) {
+    summarizedOriginals.set(r.edit, r.originals);
+    if (r.run.reliesOn) reliedOn.set(r.edit, r.run.reliesOn);
+  }
   const edits = records.map((r) => r.edit);
   const survival: SurvivalReport = {
     checked: records.reduce((n, r) => n + r.checked, 0),
@@ -468,7 +492,7 @@ function textTermsOf(messages: readonly Message[]): ReadonlySet<string> {
  * scores. They move with every appended line (a newer identical call, a decayed score), so
  * the summary cache key leaves them out, or each re-plan would summarize those edits again.
  */
-const DETAIL_NOT_SUMMARIZED: ReadonlySet<string> = new Set(['newer', 'supersededBy', 'pivot', 'score', 'similarity']);
+const DETAIL_NOT_SUMMARIZED: ReadonlySet<string> = new Set([...POINTER_FIELDS, 'pivot', 'score', 'similarity']);
 
 /** The part of an edit's detail a summarizer may read, as a cache key. */
 function detailKey(detail: Readonly<Record<string, unknown>>): string {
@@ -652,7 +676,9 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
 
 /**
  * Apply accepted edits of a plan to the model (all, or those in `editIds`). Throws
- * PLAN_EXPIRED if a replaced section is gone (the model moved on); nothing is applied then.
+ * PLAN_EXPIRED if a replaced section is gone (the model moved on), or a section a summary
+ * points at is gone or replaced with it (the summary would cite what the agent no longer
+ * sees); nothing is applied then.
  */
 export function applyPlan(model: EditableModel, plan: Plan, editIds?: readonly string[]): Section[] {
   const wanted = editIds ? new Set(editIds) : undefined;
@@ -663,6 +689,13 @@ export function applyPlan(model: EditableModel, plan: Plan, editIds?: readonly s
       if (!s || s.anchor || s.pending) {
         throw new ContextdError(ErrorCode.PLAN_EXPIRED, `plan ${plan.planId} is stale: section ${id} is no longer replaceable`, { planId: plan.planId, editId: e.editId, sectionId: id });
       }
+    }
+  }
+  const replaced = new Set(edits.flatMap((e) => e.replaces));
+  for (const e of edits) {
+    const lost = lostPointer(model, e, replaced);
+    if (lost !== undefined) {
+      throw new ContextdError(ErrorCode.PLAN_EXPIRED, `plan ${plan.planId} is stale: section ${lost}, which a summary points at, is no longer in view`, { planId: plan.planId, editId: e.editId, sectionId: lost });
     }
   }
   // All at once where the model can: it scores its sections once instead of once per edit.

@@ -9,11 +9,14 @@
  * first (ties: older first) until the target is met; sections of the newest turn are only
  * taken when older ones do not suffice. Adjacent selected sections with the same reason
  * merge into one edit (one summary); pointer reasons (redundant-tool-output, stale-read,
- * verbose-error-trace) stay one edit per section.
+ * verbose-error-trace) stay one edit per section. A section that a chosen summary points at
+ * ("a later identical call …") is left in view while other units meet the target; when it must
+ * go, the summaries pointing at it stand alone instead (pointers.ts).
  */
 import type { Section } from '../model/types.js';
 import { isCompactable } from './detectors/util.js';
 import type { Candidate, EditReason } from './types.js';
+import { keepPointersTrue, PointerGuard, withLiveTargets } from './pointers.js';
 
 /** Share of a section's value lost when a detector shows it is cruft (lower compacts first). */
 export const REASON_DISCOUNT: Readonly<Record<EditReason, number>> = {
@@ -47,6 +50,11 @@ export interface SelectedRun {
   readonly tokensBefore: number;
   /** Summary budget (tokens) for this run. */
   readonly summaryTokens: number;
+  /**
+   * A pointer summary's sections in view that its claim rests on (pointers.ts): the plan
+   * must not stand once one of them left the context.
+   */
+  readonly reliesOn?: readonly string[];
 }
 
 /** Estimated summary size of `tokens` tokens of originals at compression ratio `ratio`. */
@@ -55,7 +63,10 @@ export function summaryBudget(tokens: number, ratio: number, reason: EditReason)
   return Math.round(Math.min(MAX_SUMMARY_TOKENS, Math.max(MIN_SUMMARY_TOKENS, base)));
 }
 
-/** Units from candidates: the first candidate naming a section wins; others fall to low-score. */
+/**
+ * Units from candidates: the first candidate naming a section wins; others fall to low-score.
+ * A unit pointing at a section not among `sections` (already replaced) stands alone.
+ */
 export function buildUnits(sections: readonly Section[], candidates: readonly Candidate[], cruftOnly: boolean): Unit[] {
   const byId = new Map<string, { reason: EditReason; detail: Readonly<Record<string, unknown>>; group: number }>();
   candidates.forEach((c, gi) => {
@@ -68,7 +79,7 @@ export function buildUnits(sections: readonly Section[], candidates: readonly Ca
     if (c) units.push({ section: s, index, ...c });
     else if (!cruftOnly) units.push({ section: s, index, reason: 'low-score', detail: { score: s.score }, group: 0 });
   });
-  return units;
+  return withLiveTargets(units, sections);
 }
 
 /**
@@ -120,36 +131,71 @@ export interface SelectOptions {
   readonly maxEditTokens?: number;
   /** Under pressure: merge every adjacent chosen section, whatever its reason (fewer summary headers). */
   readonly mergeAll?: boolean;
+  /**
+   * Sections a chosen summary points at stay unselected even when the rest falls short of
+   * `needTokens` (a first round: summary estimates run high, the rest often suffices).
+   * Otherwise they are kept only while the rest suffices.
+   */
+  readonly keepPointedAt?: boolean;
 }
 
 /** Pick units and merge them into runs. Deterministic for the same input. */
 export function selectRuns(units: readonly Unit[], opts: SelectOptions): SelectedRun[] {
+  const guard = new PointerGuard(units);
+  const chosen = pickUnits(units, opts, guard);
+  rideAlong(units, chosen, opts, guard);
+  const { units: kept, reliesOn } = keepPointersTrue([...chosen.values()].sort((a, b) => a.index - b.index));
+  return mergeRuns(kept, opts).map((run) => toRun(run, opts, reliesOn));
+}
+
+/**
+ * Units taken cheapest first until `needTokens` are saved, by section id. Sections a chosen
+ * summary points at are passed over (kept in view) while the others suffice (or
+ * `keepPointedAt`); else the plain cheapest-first pick is taken, and pointers that would lie
+ * stand alone (`keepPointersTrue`).
+ */
+function pickUnits(units: readonly Unit[], opts: SelectOptions, guard: PointerGuard): Map<string, Unit> {
   const newestTurn = units.reduce((t, u) => Math.max(t, u.section.recency.turn), 0);
   const ranked = units
     .map((u) => ({ u, cost: unitCost(u, opts.ratio), recent: u.section.recency.turn >= newestTurn }))
     .filter((x) => Number.isFinite(x.cost) && (opts.maxEditTokens === undefined || x.u.section.tokens <= opts.maxEditTokens))
-    .sort((a, b) => Number(a.recent) - Number(b.recent) || a.cost - b.cost || a.u.index - b.u.index);
-  const chosen: Unit[] = [];
+    .sort((a, b) => Number(a.recent) - Number(b.recent) || a.cost - b.cost || a.u.index - b.u.index)
+    .map((x) => x.u);
+  const guarded = cheapestFirst(ranked, opts, guard);
+  return guarded.saved >= opts.needTokens || opts.keepPointedAt === true ? guarded.chosen : cheapestFirst(ranked, opts).chosen;
+}
+
+/** Ranked units taken in order until `needTokens` are saved; with a guard, those that would make a chosen summary lie are skipped. */
+function cheapestFirst(ranked: readonly Unit[], opts: SelectOptions, guard?: PointerGuard): { chosen: Map<string, Unit>; saved: number } {
+  const chosen = new Map<string, Unit>();
   let saved = 0;
-  for (const { u } of ranked) {
+  for (const u of ranked) {
     if (saved >= opts.needTokens) break;
-    chosen.push(u);
+    if (guard?.conflicts(u, chosen)) continue;
+    chosen.set(u.section.id, u);
     saved += unitSaving(u, opts.ratio);
   }
-  // small low-score sections next to a chosen low-score run ride along (too small alone)
-  const chosenIdx = new Map(chosen.filter((u) => u.reason === 'low-score').map((u) => [u.index, u]));
+  return { chosen, saved };
+}
+
+/** Small low-score sections next to a chosen low-score run ride along (too small alone), unless a chosen summary points at them. */
+function rideAlong(units: readonly Unit[], chosen: Map<string, Unit>, opts: SelectOptions, guard: PointerGuard): void {
+  const chosenIdx = new Set([...chosen.values()].filter((u) => u.reason === 'low-score').map((u) => u.index));
   for (const pass of [1, -1]) {
     const ordered = [...units].sort((a, b) => pass * (a.index - b.index));
     for (const u of ordered) {
       if (u.reason !== 'low-score' || chosenIdx.has(u.index) || u.section.tokens >= 2 * MIN_SUMMARY_TOKENS) continue;
       if (opts.maxEditTokens !== undefined && u.section.tokens > opts.maxEditTokens) continue;
-      if (chosenIdx.has(u.index - pass)) {
-        chosenIdx.set(u.index, u);
-        chosen.push(u);
+      if (chosenIdx.has(u.index - pass) && !guard.pinned(u, chosen)) {
+        chosenIdx.add(u.index);
+        chosen.set(u.section.id, u);
       }
     }
   }
-  chosen.sort((a, b) => a.index - b.index);
+}
+
+/** Chosen units (in order) merged into runs of adjacent sections, long runs split. */
+function mergeRuns(chosen: readonly Unit[], opts: SelectOptions): Unit[][] {
   const runs: Unit[][] = [];
   for (const u of chosen) {
     const last = runs[runs.length - 1];
@@ -161,16 +207,21 @@ export function selectRuns(units: readonly Unit[], opts: SelectOptions): Selecte
     if (last && mergeable) last.push(u);
     else runs.push([u]);
   }
-  return runs.flatMap((run) => splitLong(run, opts.ratio)).map((run) => {
-    const first = run[0] as Unit;
-    const tokensBefore = run.reduce((n, u) => n + u.section.tokens, 0);
-    const mixed = run.some((u) => u.reason !== first.reason || u.group !== first.group);
-    return {
-      sections: run.map((u) => u.section),
-      reason: mixed ? 'low-score' : first.reason,
-      detail: mixed ? { merged: run.map((u) => u.reason) } : first.detail,
-      tokensBefore,
-      summaryTokens: summaryBudget(tokensBefore, opts.ratio, mixed ? 'low-score' : first.reason),
-    };
-  });
+  return runs.flatMap((run) => splitLong(run, opts.ratio));
+}
+
+function toRun(run: readonly Unit[], opts: SelectOptions, reliesOn: ReadonlyMap<string, readonly string[]>): SelectedRun {
+  const first = run[0] as Unit;
+  const tokensBefore = run.reduce((n, u) => n + u.section.tokens, 0);
+  const mixed = run.some((u) => u.reason !== first.reason || u.group !== first.group);
+  // a merged run is summarized as low-score: it points at nothing
+  const relied = mixed ? [] : [...new Set(run.flatMap((u) => reliesOn.get(u.section.id) ?? []))];
+  return {
+    sections: run.map((u) => u.section),
+    reason: mixed ? 'low-score' : first.reason,
+    detail: mixed ? { merged: run.map((u) => u.reason) } : first.detail,
+    tokensBefore,
+    summaryTokens: summaryBudget(tokensBefore, opts.ratio, mixed ? 'low-score' : first.reason),
+    ...(relied.length > 0 ? { reliesOn: relied } : {}),
+  };
 }
