@@ -134,12 +134,8 @@ export class SummaryCache {
   }
 }
 
-/**
- * Plans a summary may go unused before `SummaryCache.endPlan` drops it. 10, not 8: since
- * sections a summary points at are kept in view, an edit can sit out 9 plans of a declined
- * session (test/compact/replan-work.test.ts) before it comes back.
- */
-export const SUMMARY_CACHE_KEEP_PLANS = 10;
+/** Plans a summary may go unused before `SummaryCache.endPlan` drops it. */
+export const SUMMARY_CACHE_KEEP_PLANS = 8;
 
 /**
  * The archive handle of the messages an edit replaces: `h_` + 16 hex of the session and the
