@@ -9,14 +9,19 @@ export type Provider = 'anthropic' | 'openai';
 export const PROXY_ERRORS = {
   /** Request body over proxy.maxBodyBytes. */
   tooLarge: { status: 413, anthropic: 'request_too_large', openai: 'invalid_request_error' },
+  /** The agent's request body stalled (proxy.bodyIdleTimeoutMs); its connection is closed. */
+  requestTimeout: { status: 408, anthropic: 'invalid_request_error', openai: 'invalid_request_error' },
   /** The upstream did not answer in time. */
   timeout: { status: 504, anthropic: 'timeout_error', openai: 'timeout' },
   /** The upstream could not be reached or dropped the connection before answering. */
   unreachable: { status: 502, anthropic: 'api_error', openai: 'server_error' },
-  /** The proxy is shutting down. */
+  /** The proxy is shutting down, or holds too many request bodies at once (proxy.maxBufferedBytes). */
   unavailable: { status: 503, anthropic: 'overloaded_error', openai: 'server_error' },
 } as const;
 export type ProxyErrorKind = keyof typeof PROXY_ERRORS;
+
+/** Errors after which the agent's connection is not reused (the rest of its request is not read). */
+const CLOSES: ReadonlySet<ProxyErrorKind> = new Set(['tooLarge', 'requestTimeout', 'unavailable']);
 
 /** The JSON body a provider sends for an error of this kind. */
 export function errorBody(provider: Provider, kind: ProxyErrorKind, message: string): string {
@@ -32,6 +37,6 @@ export function sendError(res: ServerResponse, provider: Provider, kind: ProxyEr
     return;
   }
   const body = errorBody(provider, kind, message);
-  res.writeHead(PROXY_ERRORS[kind].status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(kind === 'tooLarge' ? { connection: 'close' } : {}) });
+  res.writeHead(PROXY_ERRORS[kind].status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(CLOSES.has(kind) ? { connection: 'close' } : {}) });
   res.end(body);
 }

@@ -14,7 +14,16 @@ export const PROXY_DEFAULTS = Object.freeze({
   streamIdleTimeoutMs: 300_000,
   maxConversations: 256,
   recallTool: false,
+  /** Receiving a whole request (headers and body) may take this long; the response is not bound by it. */
+  requestTimeoutMs: 300_000,
+  /** Longest silence while a request's body is still arriving. */
+  bodyIdleTimeoutMs: 30_000,
+  /** Agent connections served at once (kept-alive idle ones included). */
+  maxConnections: 128,
 });
+
+/** Request body bytes held at once over every connection, unless configured: room for eight bodies of the largest size. */
+export const DEFAULT_BUFFERED_BODIES = 8;
 
 const httpUrl = z
   .string()
@@ -33,6 +42,11 @@ export const proxyConfigSchema = z
     maxConversations: z.number().int().positive().optional(),
     /** Offer the model the `contextd_recall` tool, answered by the proxy (changes the prompt once). */
     recallTool: z.boolean().optional(),
+    requestTimeoutMs: z.number().int().min(100).optional(),
+    bodyIdleTimeoutMs: z.number().int().min(100).optional(),
+    maxConnections: z.number().int().positive().optional(),
+    /** At least `maxBodyBytes` (checked when the options are resolved). */
+    maxBufferedBytes: z.number().int().min(1024).optional(),
   })
   .strict();
 export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
@@ -48,6 +62,14 @@ export interface ProxyOptions {
   readonly maxConversations: number;
   /** Offer and answer the `contextd_recall` tool (off by default: adding a tool changes the prompt). */
   readonly recallTool: boolean;
+  /** Receiving one request (headers and body) is cut after this; a long streamed response is not. */
+  readonly requestTimeoutMs: number;
+  /** A request whose body stays silent this long is answered 408 and its connection closed. */
+  readonly bodyIdleTimeoutMs: number;
+  /** Connections past this are closed as soon as they are accepted. */
+  readonly maxConnections: number;
+  /** Request body bytes held at once over all connections; a body that would pass it is answered 503. */
+  readonly maxBufferedBytes: number;
   /** Conversations idle this long are forgotten (the archive keeps their originals). */
   readonly idleTimeoutMs: number;
   readonly budgetTokens: number | undefined;
@@ -77,15 +99,24 @@ export function resolveProxyOptions(
 ): ProxyOptions | undefined {
   if (!config?.listen) return undefined;
   const { host, port } = parseListen(config.listen);
+  const maxBodyBytes = config.maxBodyBytes ?? PROXY_DEFAULTS.maxBodyBytes;
+  const maxBufferedBytes = config.maxBufferedBytes ?? DEFAULT_BUFFERED_BODIES * maxBodyBytes;
+  if (maxBufferedBytes < maxBodyBytes) {
+    throw new ContextdError(ErrorCode.CONFIG_INVALID, `options: field "proxy.maxBufferedBytes": ${maxBufferedBytes} is below proxy.maxBodyBytes (${maxBodyBytes}): no body of the largest allowed size could ever be received`, { maxBufferedBytes, maxBodyBytes });
+  }
   return Object.freeze({
     host,
     port,
     upstreams: Object.freeze({ anthropic: config.upstreams?.anthropic ?? DEFAULT_UPSTREAMS.anthropic, openai: config.upstreams?.openai ?? DEFAULT_UPSTREAMS.openai }),
-    maxBodyBytes: config.maxBodyBytes ?? PROXY_DEFAULTS.maxBodyBytes,
+    maxBodyBytes,
     upstreamTimeoutMs: config.upstreamTimeoutMs ?? PROXY_DEFAULTS.upstreamTimeoutMs,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs ?? PROXY_DEFAULTS.streamIdleTimeoutMs,
     maxConversations: config.maxConversations ?? PROXY_DEFAULTS.maxConversations,
     recallTool: config.recallTool ?? PROXY_DEFAULTS.recallTool,
+    requestTimeoutMs: config.requestTimeoutMs ?? PROXY_DEFAULTS.requestTimeoutMs,
+    bodyIdleTimeoutMs: config.bodyIdleTimeoutMs ?? PROXY_DEFAULTS.bodyIdleTimeoutMs,
+    maxConnections: config.maxConnections ?? PROXY_DEFAULTS.maxConnections,
+    maxBufferedBytes,
     idleTimeoutMs: loop.idleTimeoutMs,
     budgetTokens: loop.budgetTokens,
     reserveRatio: loop.reserveRatio,

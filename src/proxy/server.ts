@@ -82,9 +82,23 @@ export function routeOf(path: string, headers: IncomingMessage['headers']): Rout
 }
 
 class BodyTooLarge extends Error {}
+/** The body stayed silent longer than `bodyIdleTimeoutMs`. */
+class BodyIdle extends Error {}
+/** Taking the body would pass `maxBufferedBytes` over every connection. */
+class BodiesOverBudget extends Error {}
 
-/** Read a request body, refusing more than `max` bytes. */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+/** Bytes of request bodies held over every connection, against `maxBufferedBytes`. */
+interface BodyBudget {
+  /** Take `n` more bytes; false (nothing taken) when that would pass the limit. */
+  take(n: number): boolean;
+}
+
+/**
+ * Read a request body, refusing more than `max` bytes, a silence longer than `idleMs` between
+ * its chunks (or before the first), and any chunk the shared `budget` has no room for. Bytes
+ * are taken from `budget` as they arrive; the caller gives them back when the request is done.
+ */
+function readBody(req: IncomingMessage, max: number, idleMs: number, budget: BodyBudget): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {
@@ -93,19 +107,41 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (c: Buffer) => {
+    let timer: NodeJS.Timeout | undefined;
+    const stop = (err: Error): void => {
+      clearTimeout(timer);
+      req.removeListener('data', onData);
+      req.resume(); // whatever else arrives is discarded, not buffered
+      reject(err);
+    };
+    const arm = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(() => stop(new BodyIdle()), idleMs);
+      timer.unref();
+    };
+    const onData = (c: Buffer): void => {
       size += c.length;
-      if (size > max) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new BodyTooLarge());
-        return;
-      }
+      if (size > max) return stop(new BodyTooLarge());
+      if (!budget.take(c.length)) return stop(new BodiesOverBudget());
       chunks.push(c);
+      arm();
+    };
+    arm();
+    req.on('data', onData);
+    req.on('end', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
     });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
   });
+}
+
+/** Close the agent's connection once `res` is sent (or at once if it never is): the rest of its request is not read. */
+function closeAfter(res: ServerResponse, req: IncomingMessage): void {
+  res.on('close', () => req.socket.destroy());
 }
 
 export class ProxyServer extends EventEmitter<ProxyEvents> {
@@ -118,6 +154,10 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
   private readonly inFlight = new Set<Promise<unknown>>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
+  /** Request body bytes held now, over every connection (`maxBufferedBytes` bounds it). */
+  private bufferedBytes = 0;
+  private dropped = 0;
+  private lastDropLogAt = -Infinity;
   readonly totals: ProxyTotals = { requests: 0, modelled: 0, passthrough: 0, plansApplied: 0, cacheBreaks: 0, tokensIn: 0, tokensOut: 0, upstreamErrors: 0 };
 
   constructor(
@@ -127,7 +167,17 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     super();
     this.log = deps.logger.child({ component: 'proxy' });
     this.now = deps.now ?? Date.now;
-    this.server = createServer((req, res) => {
+    // Receiving a request is bounded: its headers (Node's headersTimeout) and the whole of it
+    // (requestTimeout) in time, its body also by idle time and size (readBody). Node's
+    // requestTimeout stops applying once the request is received, so a long streamed
+    // generation is not cut by it (streamIdleTimeoutMs watches the response).
+    const requestTimeout = options.requestTimeoutMs;
+    this.server = createServer({
+      requestTimeout,
+      headersTimeout: Math.min(60_000, requestTimeout),
+      // how often Node checks the two timeouts above (its default, 30 s, would let them run late)
+      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(requestTimeout / 4))),
+    }, (req, res) => {
       const work = this.handle(req, res).catch((err: unknown) => {
         this.log.error({ err: describeError(err) }, 'proxy request failed');
         sendError(res, routeOf(req.url ?? '/', req.headers).provider, 'unreachable', 'contextd proxy: internal error');
@@ -135,8 +185,9 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
       this.inFlight.add(work);
       void work.finally(() => this.inFlight.delete(work));
     });
-    // Long generations stream for minutes: no server-side request timeout.
-    this.server.requestTimeout = 0;
+    // Connections past the limit are closed by Node as soon as they are accepted ('drop').
+    this.server.maxConnections = options.maxConnections;
+    this.server.on('drop', () => this.onDrop());
   }
 
   get state(): ProxyState {
@@ -185,6 +236,15 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     this.stateValue = 'closed';
   }
 
+  /** A connection over `maxConnections` was closed on accept. Logged at most once a minute. */
+  private onDrop(): void {
+    this.dropped++;
+    const now = Date.now();
+    if (now - this.lastDropLogAt < 60_000) return;
+    this.lastDropLogAt = now;
+    this.log.warn({ maxConnections: this.options.maxConnections, droppedSoFar: this.dropped }, 'agent connection refused: too many connections (proxy.maxConnections)');
+  }
+
   /** Live conversations. */
   all(): Conversation[] {
     return [...this.conversations.values()];
@@ -213,13 +273,42 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
       sendError(res, route.provider, 'unavailable', 'contextd proxy is shutting down');
       return;
     }
+    let held = 0;
+    const budget: BodyBudget = {
+      take: (n) => {
+        if (this.bufferedBytes + n > this.options.maxBufferedBytes) return false;
+        this.bufferedBytes += n;
+        held += n;
+        return true;
+      },
+    };
+    try {
+      await this.exchange(req, res, path, method, route, budget);
+    } finally {
+      this.bufferedBytes -= held;
+    }
+  }
+
+  private async exchange(req: IncomingMessage, res: ServerResponse, path: string, method: string, route: Route, budget: BodyBudget): Promise<void> {
     let body: Buffer;
     try {
-      body = await readBody(req, this.options.maxBodyBytes);
+      body = await readBody(req, this.options.maxBodyBytes, this.options.bodyIdleTimeoutMs, budget);
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         this.log.warn({ path, maxBodyBytes: this.options.maxBodyBytes }, 'request body too large: refused');
         sendError(res, route.provider, 'tooLarge', `contextd proxy: request body exceeds ${this.options.maxBodyBytes} bytes (proxy.maxBodyBytes)`);
+        return;
+      }
+      if (err instanceof BodyIdle) {
+        this.log.warn({ path, bodyIdleTimeoutMs: this.options.bodyIdleTimeoutMs }, 'request body stalled: connection closed');
+        closeAfter(res, req);
+        sendError(res, route.provider, 'requestTimeout', `contextd proxy: the request body sent nothing for ${this.options.bodyIdleTimeoutMs} ms (proxy.bodyIdleTimeoutMs)`);
+        return;
+      }
+      if (err instanceof BodiesOverBudget) {
+        this.log.warn({ path, maxBufferedBytes: this.options.maxBufferedBytes }, 'request bodies over the buffer limit: request refused');
+        closeAfter(res, req);
+        sendError(res, route.provider, 'unavailable', `contextd proxy: too many request bodies are being received at once (proxy.maxBufferedBytes ${this.options.maxBufferedBytes}); retry`);
         return;
       }
       this.log.info({ path, err: describeError(err) }, 'agent connection failed while sending its request');
