@@ -3,9 +3,11 @@
  * compact a transcript offline with one strategy and show (or write) the result. The budget
  * counts what `inspect` counts (calibrated to the agent's usage reports); the originals of
  * every summary are archived under `--state` so the handles it quotes resolve.
- * Exits 1, naming the blocking anchors, when the budget cannot be met without dropping anchors.
+ * Exits 1, naming the blocking anchors, when the budget cannot be met without dropping anchors;
+ * `--out` is then not written (an existing file is left as it was): a file that does not fit
+ * the budget is no result, and a script that skips the exit code must not take it for one.
+ * The `--out` file is owner-only (0600, an existing one tightened): summaries may quote secrets.
  */
-import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { archiveEntries, compactWithStrategy, redactEntries, STRATEGIES, type CompactResult, type StrategyName } from '../compact/index.js';
 import { readTranscriptFile } from '../ingest/decoder.js';
@@ -15,6 +17,7 @@ import { Archive } from '../store/index.js';
 import { openStateForCli } from './state.js';
 import { SessionModel } from '../model/index.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
+import { writePrivateFileSync } from '../util/atomic-write.js';
 import { parsePositiveInt, parseRatio, pct, printJson, printLine, usageError } from './output.js';
 
 interface CompactFlags {
@@ -84,7 +87,7 @@ export function registerCompact(program: Command): void {
     .option('--reserve <r>', 'share of the window kept free', parseRatio('--reserve'), 0.15)
     .option('--strategy <name>', `one of ${STRATEGIES.join('|')}`, 'contextd')
     .option('--json', 'print one JSON document')
-    .option('--out <file>', 'write the compacted messages as openai-chat JSONL')
+    .option('--out <file>', 'write the compacted messages as openai-chat JSONL (owner-only; not written when the budget is unreachable)')
     .option('--state <dir>', 'state directory where originals are archived for `contextd recall` (default $XDG_STATE_HOME/contextd)')
     .action(async (file: string, flags: CompactFlags) => {
       const strategy = parseStrategy(flags.strategy);
@@ -94,7 +97,7 @@ export function registerCompact(program: Command): void {
       const result = await compactWithStrategy(model, { strategy, budgetTokens: flags.budget, reserveRatio: flags.reserve });
       // every handle a summary quotes must resolve: archive before anything is printed or written
       const archived = await archiveOriginals(model, result, flags.state);
-      if (flags.out) writeFileSync(flags.out, result.messages.map((m) => JSON.stringify(m)).join('\n') + (result.messages.length ? '\n' : ''));
+      if (flags.out && !result.unreachable) writePrivateFileSync(flags.out, result.messages.map((m) => JSON.stringify(m)).join('\n') + (result.messages.length ? '\n' : ''));
       if (flags.json) printJson({ file, format: transcript.format, ...result, archived });
       else printHuman(file, result, archived, flags.state);
       if (result.unreachable) {

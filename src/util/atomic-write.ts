@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /**
@@ -15,5 +15,19 @@ export function writeFileAtomicSync(path: string, text: string, mode = 0o600): v
   } catch (err) {
     rmSync(tmp, { force: true });
     throw err;
+  }
+}
+
+/**
+ * Write `text` to `path` in place, owner-only: created 0600, and an existing file's mode
+ * tightened to 0600 before anything is written into it (as the state files are).
+ */
+export function writePrivateFileSync(path: string, text: string): void {
+  const fd = openSync(path, 'w', 0o600);
+  try {
+    if ((fstatSync(fd).mode & 0o077) !== 0) fchmodSync(fd, 0o600);
+    writeFileSync(fd, text);
+  } finally {
+    closeSync(fd);
   }
 }

@@ -96,6 +96,35 @@ describe('contextd compact', () => {
     expect((err as Error).message).toContain(doc.unreachable.anchors[0]!);
   });
 
+  it('writes --out owner-only whatever the umask, and tightens an existing file', async () => {
+    const file = writeTranscript(chatSession());
+    const fresh = path.join(dir, 'fresh.jsonl');
+    const existing = path.join(dir, 'existing.jsonl');
+    fs.writeFileSync(existing, 'old\n');
+    fs.chmodSync(existing, 0o666);
+    const umask = process.umask(0);
+    try {
+      await run(file, '--budget', '2000', '--json', '--out', fresh);
+      await run(file, '--budget', '2000', '--json', '--out', existing);
+    } finally {
+      process.umask(umask);
+    }
+    for (const f of [fresh, existing]) {
+      expect(fs.statSync(f).mode & 0o777).toBe(0o600);
+      expect(fs.readFileSync(f, 'utf8')).toContain('[contextd recall h_');
+    }
+  });
+
+  it('writes no --out when the budget is unreachable, and leaves an existing one as it was', async () => {
+    const file = writeTranscript(chatSession());
+    const fresh = path.join(dir, 'fresh.jsonl');
+    const existing = path.join(dir, 'existing.jsonl');
+    fs.writeFileSync(existing, 'earlier result\n', { mode: 0o600 });
+    for (const f of [fresh, existing]) await expect(run(file, '--budget', '60', '--json', '--out', f)).rejects.toSatisfy((e) => isContextdError(e, 'BUDGET_UNREACHABLE'));
+    expect(fs.existsSync(fresh)).toBe(false);
+    expect(fs.readFileSync(existing, 'utf8')).toBe('earlier result\n');
+  });
+
   it('compacts a Claude Code transcript', async () => {
     const [file = ''] = writeTranscripts(dir, [generateTranscript('claude-code', { seed: 7, turns: 8 })]);
     await run(file, '--budget', '8000', '--reserve', '0', '--json', '--strategy', 'mask');
