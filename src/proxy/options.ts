@@ -25,10 +25,25 @@ export const PROXY_DEFAULTS = Object.freeze({
 /** Request body bytes held at once over every connection, unless configured: room for eight bodies of the largest size. */
 export const DEFAULT_BUFFERED_BODIES = 8;
 
+/**
+ * An upstream is an origin and maybe a path prefix. Credentials (`user:pass@`) and a query
+ * string are refused rather than dropped or sent on: the agent's own authentication headers go
+ * upstream (a Basic header made from the URL would clash with its `authorization`), and the
+ * agent's query is what is forwarded. Refusing them also keeps them out of every log line.
+ */
 const httpUrl = z
   .string()
   .url()
-  .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL');
+  .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')
+  .refine((u) => !URL.canParse(u) || (new URL(u).username === '' && new URL(u).password === ''), 'must not carry credentials (user:password@host): the proxy forwards the agent\'s own authentication headers; give the key to the agent')
+  .refine((u) => !URL.canParse(u) || (new URL(u).search === '' && new URL(u).hash === ''), 'must not have a query string or fragment (an API key there would be dropped, and the agent\'s query is what is forwarded): give an origin and optionally a path prefix');
+
+/** An upstream URL as it may be logged or shown: no credentials, no query string or fragment. */
+export function displayUrl(u: string): string {
+  if (!URL.canParse(u)) return '(invalid URL)';
+  const url = new URL(u);
+  return `${url.origin}${url.pathname}`;
+}
 
 /** `proxy` in the config file; every field optional. */
 export const proxyConfigSchema = z

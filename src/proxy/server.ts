@@ -19,7 +19,7 @@ import { anthropicFormat } from './formats/anthropic.js';
 import { openaiChatFormat } from './formats/openai-chat.js';
 import { openaiResponsesFormat } from './formats/openai-responses.js';
 import { sessionHint, shortHash } from './match.js';
-import type { ProxyOptions } from './options.js';
+import { displayUrl, type ProxyOptions } from './options.js';
 import { isObject, type JsonObject, type ProviderFormat } from './request.js';
 import type { ArchiveSink, OriginalsFilter } from './types.js';
 import { RECALL_TOOL_NAME, fitTokens, withRecall } from './recall.js';
@@ -215,7 +215,7 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     this.sweepTimer = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, Math.floor(this.options.idleTimeoutMs / 4))));
     this.sweepTimer.unref();
     const a = this.address();
-    this.log.info({ host: a.host, port: a.port, upstreams: { anthropic: this.options.upstreams.anthropic, openai: this.options.upstreams.openai } }, 'proxy listening');
+    this.log.info({ host: a.host, port: a.port, upstreams: { anthropic: displayUrl(this.options.upstreams.anthropic), openai: displayUrl(this.options.upstreams.openai) } }, 'proxy listening');
   }
 
   /** Stop accepting, let requests in flight finish (cut after `graceMs`), forget nothing stored. Idempotent. */

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { optionsFrom, type DaemonFlags } from '../../src/cli/daemon.js';
 import { buildProgram } from '../../src/cli/program.js';
 import { anthropicProblems, chatProblems, responsesProblems } from './validate.js';
+import { startProxy } from './helpers.js';
+import { randomBytes } from 'node:crypto';
 
 describe('session matching', () => {
   it('reads the Claude Code header, both metadata.user_id forms, and the Codex ids', () => {
@@ -47,6 +49,38 @@ describe('proxy options', () => {
     expect(o.proxy?.upstreams).toEqual({ anthropic: 'https://api.anthropic.com', openai: 'http://127.0.0.1:8000/v1' });
     expect(optionsFrom({ watch: ['/tmp'], socket: '/tmp/x.sock', state: '/tmp/s' }, {}).proxy).toBeUndefined();
     expect(() => optionsFrom({ proxy: '127.0.0.1:0', anthropicUpstream: 'ftp://x', watch: ['/tmp'] }, {})).toThrow(/upstreams\.anthropic/);
+  });
+
+  it('refuses an upstream URL with credentials or a query string, without repeating them', () => {
+    const secret = randomBytes(12).toString('hex');
+    const base = { proxy: '127.0.0.1:0', watch: ['/tmp'], socket: '/tmp/x.sock', state: '/tmp/s' };
+    const refusal = (flags: Partial<DaemonFlags>): string => {
+      try {
+        optionsFrom({ ...base, ...flags }, {});
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'accepted';
+    };
+    const userinfo = refusal({ openaiUpstream: `http://user:${secret}@127.0.0.1:8000/v1` });
+    expect(userinfo).toMatch(/upstreams\.openai.*credentials/);
+    const query = refusal({ anthropicUpstream: `https://gateway.example/v1?api-key=${secret}` });
+    expect(query).toMatch(/upstreams\.anthropic.*query string/);
+    for (const m of [userinfo, query]) expect(m).not.toContain(secret);
+    expect(optionsFrom({ ...base, openaiUpstream: 'http://127.0.0.1:8000/v1' }, {}).proxy?.upstreams.openai).toBe('http://127.0.0.1:8000/v1');
+  });
+
+  it('logs the upstreams without credentials or query string', async () => {
+    const secret = randomBytes(12).toString('hex');
+    // options built without the config schema, as an embedder could: the log line is safe anyway
+    const h = await startProxy(`http://user:${secret}@127.0.0.1:9/v1?api-key=${secret}`);
+    try {
+      const listening = h.logs().split('\n').find((l) => l.includes('proxy listening')) ?? '';
+      expect(listening).toContain('http://127.0.0.1:9/v1');
+      expect(h.logs()).not.toContain(secret);
+    } finally {
+      await h.close();
+    }
   });
 
   it('keeps the recall tool off unless --proxy-recall-tool or proxy.recallTool asks for it', () => {
