@@ -1,19 +1,54 @@
+import { randomBytes } from 'node:crypto';
 import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+/**
+ * The temp file beside `path`: same folder (so the rename stays on one file system), a name no
+ * one else can guess, so another user of a shared folder cannot plant a file or symlink there.
+ */
+function tempPath(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
+}
 
 /**
  * Write `text` to `path` so readers see the old file or the new one, never half of one: a
- * temp file beside it (same folder, so the rename stays on one file system), then rename.
- * The file is created with `mode` (default owner-only); the temp file is removed on failure.
+ * temp file beside it, created exclusively ('wx': never an existing file, never through a
+ * symlink) with exactly `mode` (default owner-only, whatever the umask), then renamed over
+ * `path`, so the file has `mode` even when `path` existed. The temp file is removed on failure.
  */
 export function writeFileAtomicSync(path: string, text: string, mode = 0o600): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${process.pid}.tmp`;
+  const tmp = tempPath(path);
+  const fd = openSync(tmp, 'wx', mode);
   try {
-    writeFileSync(tmp, text, { mode });
+    try {
+      fchmodSync(fd, mode);
+      writeFileSync(fd, text);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, path);
   } catch (err) {
     rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** `writeFileAtomicSync` without blocking, and without creating the folder: it must exist. */
+export async function writeFileAtomic(path: string, text: string, mode = 0o600): Promise<void> {
+  const tmp = tempPath(path);
+  const handle = await open(tmp, 'wx', mode);
+  try {
+    try {
+      await handle.chmod(mode);
+      await handle.writeFile(text);
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
     throw err;
   }
 }

@@ -4,7 +4,7 @@
  * text goes through the injected redactor before it is stored (an export may come from
  * someone else's machine).
  */
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import {
   ITEM_KINDS,
@@ -18,6 +18,7 @@ import {
 } from '../store/templates.js';
 import { TASK_TYPES } from '../text/index.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 
 export const EXPORT_FORMAT = 'contextd-warm-templates';
 
@@ -114,12 +115,14 @@ export function exportDocument(store: TemplateStore): { format: string; schemaVe
   return { format: EXPORT_FORMAT, schemaVersion: TEMPLATE_SCHEMA_VERSION, exportedAt: new Date().toISOString(), templates, patterns };
 }
 
-/** Write the export document to `file` (atomically, mode 0600). Returns the template count. */
+/**
+ * Write the export document to `file` atomically, mode 0600 even over an existing file. The
+ * temp file beside it is created exclusively under an unguessable name: in a shared folder a
+ * planted symlink cannot turn the export into a write to someone else's file. Returns the counts.
+ */
 export async function exportTemplates(store: TemplateStore, file: string): Promise<{ templates: number; patterns: number }> {
   const doc = exportDocument(store);
-  const tmp = `${file}.tmp-${process.pid}`;
-  await writeFile(tmp, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600 });
-  await rename(tmp, file);
+  await writeFileAtomic(file, `${JSON.stringify(doc, null, 2)}\n`, 0o600);
   return { templates: doc.templates.length, patterns: doc.patterns.length };
 }
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { harvestSession, redactAll } from '../../src/harvest/index.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
@@ -49,6 +49,29 @@ describe('export / import', () => {
     const first = src.list()[0]?.id ?? '';
     expect(dst.get(first, 0)?.items.map((i) => i.evidence)).toEqual(src.get(first, 0)?.items.map((i) => i.evidence));
     expect(dst.search(['parser']).length).toBeGreaterThan(0);
+  });
+
+  it('writes through no planted temp-file symlink and leaves an owner-only file, even over an existing one', async () => {
+    const src = await seeded();
+    const shared = tempDir();
+    const victim = join(tempDir(), 'victim.txt');
+    writeFileSync(victim, 'precious\n');
+    const file = join(shared, 'templates.json');
+    writeFileSync(file, '{}\n');
+    chmodSync(file, 0o644);
+    // another user of the folder plants the temp name an export used to take (pid-based)
+    symlinkSync(victim, `${file}.tmp-${process.pid}`);
+    const umask = process.umask(0);
+    try {
+      await exportTemplates(src, file);
+    } finally {
+      process.umask(umask);
+    }
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect((JSON.parse(readFileSync(file, 'utf8')) as { format: string }).format).toBe(EXPORT_FORMAT);
+    // only the export and the planted link: no temp file left behind
+    expect(readdirSync(shared).sort()).toEqual(['templates.json', `templates.json.tmp-${process.pid}`]);
   });
 
   it('reports bad records and keeps going; redacts secrets found in an import', async () => {

@@ -3,7 +3,7 @@
  * the bootstrap makes exactly as the store does (so the hook's daemon-down bootstrap equals the
  * store's), stay owner-only, and be refused — never guessed at — when it is not ours.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +57,20 @@ describe('warm snapshot', () => {
     expect(file.patterns.length).toBeGreaterThan(0);
     expect(source?.list().map((t) => t.id)).toEqual(store.list().map((t) => t.id));
     for (const t of store.list()) expect(source?.get(t.id, NOW + 86_400_000)).toEqual(store.get(t.id, NOW + 86_400_000));
+  });
+
+  it('is written through no symlink planted at a temp name, and is owner-only over an existing file', () => {
+    const dir = join(tempDir(), 'state');
+    mkdirSync(dir);
+    const path = join(dir, WARM_SNAPSHOT_FILE);
+    writeFileSync(path, '{}', { mode: 0o644 });
+    const victim = join(tempDir(), 'victim.txt');
+    writeFileSync(victim, 'precious\n');
+    symlinkSync(victim, `${path}.${process.pid}.tmp`); // the pid-based temp name once used
+    expect(writeWarmSnapshot(store, dir, NOW)).toMatchObject({ written: true });
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readWarmSnapshot(dir)?.writtenAt).toBe(NOW);
   });
 
   it('answers search, list, knowledge and patterns as the SQLite store does (property)', () => {
