@@ -200,10 +200,14 @@ function hookDeps(flags: HookFlags, stateDir: string, notes: Record<string, unkn
       }
     },
     archive,
-    stash(sessionId, text) {
+    async stash(sessionId, text) {
+      // The lost facts quote the conversation, secrets included: on disk they are redacted as
+      // the archived originals are (both layers; this path loads them for the archive anyway).
+      const { redact } = await import('../harvest/redact.js');
+      const safe = (await redact(text)).text;
       const dir = join(stateDir, PENDING_DIR);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
-      writeFileSync(join(dir, stashName(sessionId)), text, { mode: 0o600 });
+      writeFileSync(join(dir, stashName(sessionId)), safe, { mode: 0o600 });
     },
     takeStash(sessionId) {
       const file = join(stateDir, PENDING_DIR, stashName(sessionId));

@@ -36,8 +36,11 @@ export interface HookDeps {
   archive(entry: LooseOriginals): void;
   /** Token budget of a bootstrap (default 2000). */
   readonly bootstrapBudget: number;
-  /** Keep text for this session until the next hook of it takes it (PostCompact → SessionStart). */
-  stash(sessionId: string, text: string): void;
+  /**
+   * Keep text for this session until the next hook of it takes it (PostCompact → SessionStart).
+   * It is written to the state dir, so secrets in it are redacted first.
+   */
+  stash(sessionId: string, text: string): Promise<void>;
   /** Take (and remove) what was stashed for this session. */
   takeStash(sessionId: string): string | undefined;
   /** Record why something was skipped (never shown to the agent). */
@@ -168,7 +171,7 @@ export async function recordCompaction(event: HookEvent, deps: HookDeps): Promis
   const split = await splitAtCompaction(event.transcriptPath);
   // The boundary of this compaction is not written yet: the live context is all since the last one.
   const text = await recoveryText(event.sessionId, split.live, event.compactSummary, deps);
-  if (text) deps.stash(event.sessionId, text);
+  if (text) await deps.stash(event.sessionId, text);
 }
 
 /**

@@ -1,7 +1,7 @@
 /** `contextd hook` as an agent runs it: a child process, JSON on stdin, never failing the agent. */
 import { spawn } from 'node:child_process';
 import { createServer, type Socket } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -148,6 +148,40 @@ describe('contextd hook', () => {
     } finally {
       db.close();
     }
+  });
+
+  it('PostCompact stashes the lost facts for SessionStart with secrets redacted; the recall handle survives', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxd-hook-'));
+    dirs.push(dir);
+    const token = plantedSecrets(23).find((x) => x.kind === 'github-token')?.text ?? '';
+    expect(token).toMatch(/^ghp_/);
+    const line = (n: number, l: Record<string, unknown>) => JSON.stringify({ ...l, uuid: `u${n}`, parentUuid: n === 1 ? null : `u${n - 1}`, sessionId: 'sess-stash', cwd: dir, timestamp: '2026-01-01T00:00:00.000Z' });
+    const transcript = join(dir, 'sess-stash.jsonl');
+    writeFileSync(
+      transcript,
+      [
+        line(1, { type: 'user', message: { role: 'user', content: 'Look at the release script in scripts/release.sh.' } }),
+        line(2, { type: 'assistant', message: { id: 'm2', role: 'assistant', model: 'claude-x', content: [{ type: 'text', text: 'It pushes tags with the token from the environment.' }] } }),
+        line(3, { type: 'user', message: { role: 'user', content: `Push the release tag with GITHUB_TOKEN=${token} and then publish the changelog.` } }),
+        line(4, { type: 'assistant', message: { id: 'm4', role: 'assistant', model: 'claude-x', content: [{ type: 'text', text: 'Pushing the tag now.' }] } }),
+      ].join('\n') + '\n',
+    );
+    const post = { hook_event_name: 'PostCompact', session_id: 'sess-stash', transcript_path: transcript, cwd: dir, trigger: 'auto', compact_summary: 'Some work happened.' };
+    expect((await hook(dir, JSON.stringify(post))).code).toBe(0);
+    const pending = join(dir, 'state', 'hooks-pending');
+    expect(readdirSync(pending)).toEqual(['sess-stash.txt']);
+    const stashed = readFileSync(join(pending, 'sess-stash.txt'), 'utf8');
+    expect(stashed).toContain('Push the release tag with GITHUB_TOKEN=');
+    expect(stashed).not.toContain(token);
+    expect(stashed).toMatch(/\[REDACTED:[\w-]+\]/);
+    expect(stashed).toMatch(/contextd recall h_[0-9a-f]{16}/);
+    // SessionStart(compact) hands the agent the stashed (redacted) text and removes the file
+    const start = { hook_event_name: 'SessionStart', session_id: 'sess-stash', transcript_path: transcript, cwd: dir, source: 'compact' };
+    const r = await hook(dir, JSON.stringify(start));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Push the release tag');
+    expect(r.stdout).not.toContain(token);
+    expect(existsSync(join(pending, 'sess-stash.txt'))).toBe(false);
   });
 
   it('an unknown agent is a usage error (exit 2), not a silent success', async () => {
