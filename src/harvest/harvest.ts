@@ -13,7 +13,7 @@ import { searchTerms } from '../text/index.js';
 import { type Outcome, type TemplateInput, type TemplateStore, type ValueScore } from '../store/templates.js';
 import { contentHashChain } from './content-hash.js';
 import { extractSession, type ExtractionLimits } from './extract.js';
-import { redactAll, redactSync, type RedactionFinding } from './redact.js';
+import { redactAll, redactSync, redactToolNames, type RedactionFinding } from './redact.js';
 import { jaccard, scoreSession } from './value.js';
 
 export interface HarvestInput {
@@ -64,7 +64,10 @@ export interface HarvestResult {
 const ZERO_COUNTS: HarvestCounts = { examples: 0, recoveries: 0, markers: 0, knowledge: 0, patternCandidates: 0, promotedPatterns: 0 };
 const NO_VALUE: ValueScore = { score: 0, breakdown: {} };
 
-/** Keys whose string values are ids, hashes or enum values and are never redacted. */
+/**
+ * Keys whose string values are ids, hashes or enum values and are never redacted. A `category`
+ * may be a tool name: those are redacted in the messages before extraction (redactToolNames).
+ */
 const KEEP_KEYS = new Set(['sessionId', 'fingerprint', 'outcome', 'taskType', 'kind', 'category']);
 
 function collectStrings(value: unknown, out: string[], key?: string): void {
@@ -93,6 +96,13 @@ export async function redactDeep<T>(value: T): Promise<{ value: T; findings: Red
   let i = 0;
   const redacted = replaceStrings(value, () => texts[i++] ?? '') as T;
   return { value: redacted, findings };
+}
+
+/** Two tallies of findings as one, by rule. */
+function mergeFindings(a: readonly RedactionFinding[], b: readonly RedactionFinding[]): RedactionFinding[] {
+  const counts = new Map<string, number>();
+  for (const f of [...a, ...b]) counts.set(f.rule, (counts.get(f.rule) ?? 0) + f.count);
+  return [...counts.entries()].sort((x, y) => x[0].localeCompare(y[0])).map(([rule, count]) => ({ rule, count }));
 }
 
 /**
@@ -131,7 +141,10 @@ export async function harvestSession(input: HarvestInput, deps: HarvestDeps): Pr
     sessionId = sameContent.sessionId;
   }
   const safeId = sessionId;
-  const ex = extractSession(messages, input.meta ?? {}, deps.tokenCounter, deps.limits);
+  // Tool names become item categories (kept as they are below) and parts of item text: a key
+  // in an MCP server's name (`mcp__<key>__query`) is redacted before anything is derived from them.
+  const named = await redactToolNames(messages);
+  const ex = extractSession(named.messages, input.meta ?? {}, deps.tokenCounter, deps.limits);
   if (ex.stats.userRequests === 0 && ex.stats.toolCalls === 0) {
     deps.store.recordSkipped(sessionId, messages.length, 0, 'empty', now, contentHash);
     log.info({ sessionId: safeId, messages: messages.length }, 'session skipped: nothing to harvest');
@@ -149,7 +162,9 @@ export async function harvestSession(input: HarvestInput, deps: HarvestDeps): Pr
     knowledge: ex.knowledge,
     patterns: ex.patterns,
   };
-  const { value: clean, findings } = await redactDeep(draft);
+  const deep = await redactDeep(draft);
+  const clean = deep.value;
+  const findings = mergeFindings(named.findings, deep.findings);
 
   const taskTerms = searchTerms(clean.task, 24);
   let similarity = 0;

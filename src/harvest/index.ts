@@ -32,5 +32,5 @@ export { extractMarkers, classifySession, repoFromCwd, repoName, type Marker, ty
 export { isSyntheticText } from './synthetic.js';
 export { userPatternCandidates, extractKnowledge, userRequests } from './patterns.js';
 export { scoreSession, jaccard, VALUE_WEIGHTS, OUTCOME_FACTOR, type ValueInput } from './value.js';
-export { redact, redactAll, redactMessages, redactSync, redactionMarker, type Redacted, type RedactionFinding } from './redact.js';
+export { redact, redactAll, redactMessages, redactSync, redactToolNames, redactionMarker, type Redacted, type RedactionFinding } from './redact.js';
 export { SECRET_RULES, shannonEntropy, looksRandom, type SecretRule } from './redact-rules.js';

@@ -143,9 +143,56 @@ export async function redact(text: string): Promise<Redacted> {
 
 
 /**
- * Redact the free text of messages (text, reasoning, tool-call arguments) with both layers,
- * in one batch; ids, roles and offsets are kept so the messages still pair up. Used for the
- * archive of compacted originals, by the same rules as the template store.
+ * A tool name as the rules read it: its `__` joins (`mcp__<server>__<tool>`, the server being
+ * any name a user configured) opened with NULs, so a key between them stands at word
+ * boundaries as its rule expects (`\bghp_…\b` never matches inside `mcp__ghp_…__query`).
+ */
+function openName(name: string): string {
+  return name.replace(/\0/g, '').replace(/__/g, '\0__\0');
+}
+
+function closeName(text: string): string {
+  return text.replace(/\0/g, '');
+}
+
+/** Every tool name of `messages`, in order: each call's name, then the message's own `toolName`. */
+function toolNames(messages: readonly Message[]): string[] {
+  const names: string[] = [];
+  for (const m of messages) {
+    for (const c of m.toolCalls ?? []) names.push(c.name);
+    if (m.toolName !== undefined) names.push(m.toolName);
+  }
+  return names;
+}
+
+/** `messages` with their tool names replaced by `next()`, in the order `toolNames` lists them. */
+function withToolNames(messages: readonly Message[], next: () => string): Message[] {
+  return messages.map((m): Message => {
+    if (m.toolCalls === undefined && m.toolName === undefined) return m;
+    const toolCalls = m.toolCalls?.map((c) => ({ ...c, name: next() }));
+    const toolName = m.toolName !== undefined ? next() : undefined;
+    return { ...m, ...(toolCalls ? { toolCalls } : {}), ...(toolName !== undefined ? { toolName } : {}) };
+  });
+}
+
+/**
+ * Redact the tool names of messages (a call's `name`, a result's `toolName`) with both layers:
+ * MCP tool names carry user-chosen server names, a key pasted there included. A name with
+ * nothing found comes back as it was (`Read`, `exec_command`, `mcp__github__create_issue`),
+ * and equal names are redacted alike, so calls and results still pair up by name.
+ */
+export async function redactToolNames(messages: readonly Message[]): Promise<{ messages: Message[]; findings: RedactionFinding[] }> {
+  const names = toolNames(messages);
+  if (names.length === 0) return { messages: [...messages], findings: [] };
+  const { texts, findings } = await redactAll(names.map(openName));
+  let i = 0;
+  return { messages: withToolNames(messages, () => closeName(texts[i++] ?? '')), findings };
+}
+
+/**
+ * Redact the free text of messages (text, reasoning, tool-call arguments) and their tool names
+ * with both layers, in one batch; ids, roles and offsets are kept so the messages still pair
+ * up. Used for the archive of compacted originals, by the same rules as the template store.
  */
 export async function redactMessages(messages: readonly Message[]): Promise<{ messages: Message[]; findings: RedactionFinding[] }> {
   const texts: string[] = [];
@@ -153,7 +200,8 @@ export async function redactMessages(messages: readonly Message[]): Promise<{ me
     texts.push(m.text, m.reasoning ?? '');
     for (const c of m.toolCalls ?? []) texts.push(c.arguments);
   }
-  const { texts: out, findings } = await redactAll(texts);
+  const names = toolNames(messages);
+  const { texts: out, findings } = await redactAll([...texts, ...names.map(openName)]);
   let i = 0;
   const next = (): string => out[i++] ?? '';
   const redacted = messages.map((m): Message => {
@@ -162,5 +210,5 @@ export async function redactMessages(messages: readonly Message[]): Promise<{ me
     const toolCalls = m.toolCalls?.map((c) => ({ ...c, arguments: next() }));
     return { ...m, text, ...(m.reasoning !== undefined ? { reasoning } : {}), ...(toolCalls ? { toolCalls } : {}) };
   });
-  return { messages: redacted, findings };
+  return { messages: withToolNames(redacted, () => closeName(next())), findings };
 }

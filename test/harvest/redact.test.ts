@@ -3,7 +3,10 @@ import fc from 'fast-check';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { harvestFiles, looksRandom, redact, redactAll, redactSync } from '../../src/harvest/index.js';
+import { harvestFiles, harvestSession, looksRandom, redact, redactAll, redactMessages, redactSync, redactToolNames } from '../../src/harvest/index.js';
+import type { Message } from '../../src/model/messages.js';
+import { writeWarmSnapshot } from '../../src/warm/snapshot.js';
+import { WARM_SNAPSHOT_FILE } from '../../src/warm/snapshot-format.js';
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { openDb } from '../../src/store/db.js';
 import { TemplateStore } from '../../src/store/templates.js';
@@ -172,6 +175,70 @@ describe('nothing planted reaches the database, WAL, export or logs', () => {
       for (const leak of s.mustNotLeak) {
         for (const [where, h] of haystacks) expect(h.includes(leak), `${s.kind} found in ${where}`).toBe(false);
       }
+    }
+  });
+});
+
+describe('tool names', () => {
+  const ORDINARY = ['Read', 'Bash', 'exec_command', 'apply_patch', 'mcp__github__create_pull_request', 'mcp__claude_ai_Google_Drive__search_files', 'mcp__github__get_pull_request_review_comments', 'mcp__plugin_playwright_playwright__browser_navigate', 'mcp__context7__resolve-library-id'];
+  const key = (seed: number): { name: string; leak: string } => {
+    const ghp = plantedSecrets(seed).find((s) => s.kind === 'github-token');
+    return { name: `mcp__${ghp?.text ?? ''}__query`, leak: ghp?.mustNotLeak[0] ?? 'unset' };
+  };
+  const calls = (names: readonly string[]): Message[] =>
+    names.flatMap((name, i): Message[] => [
+      { id: `a${i}`, role: 'assistant', text: '', toolCalls: [{ id: `c${i}`, name, arguments: '{"q":"x"}' }] },
+      { id: `t${i}`, role: 'tool', text: 'ok', toolCallId: `c${i}`, toolName: name },
+    ]);
+  const names = (ms: readonly Message[]): string[] => ms.flatMap((m) => [...(m.toolCalls ?? []).map((c) => c.name), ...(m.toolName !== undefined ? [m.toolName] : [])]);
+
+  it('are redacted where a key is in them, alike in a call and its result, and kept as they are otherwise', async () => {
+    const { name, leak } = key(5);
+    for (const redactor of [redactToolNames, redactMessages]) {
+      const r = await redactor(calls([...ORDINARY, name]));
+      const out = names(r.messages);
+      expect(out.slice(0, ORDINARY.length * 2)).toEqual(ORDINARY.flatMap((n) => [n, n]));
+      const [call, result] = out.slice(ORDINARY.length * 2);
+      expect(call).toBe('mcp__[REDACTED:github-token]__query');
+      expect(result).toBe(call);
+      expect(JSON.stringify(r.messages)).not.toContain(leak);
+      expect(r.findings).toContainEqual({ rule: 'github-token', count: 2 });
+    }
+  });
+
+  it('reach no template, export or warm snapshot verbatim, nor the categories derived from them', async () => {
+    const { name, leak } = key(8);
+    const dir = tempDir();
+    const dbPath = join(dir, 'state', 'contextd.db');
+    const db = trackDb(openDb(dbPath));
+    const store = new TemplateStore(db);
+    const logger = createLogger({ level: 'silent' });
+    for (const [i, task] of ['find the open issues about the parser in the tracker', 'find the open issues about the parser in the tracker again'].entries()) {
+      const session = new SessionBuilder(Date.parse('2026-11-20T10:00:00Z') + i * 3_600_000)
+        .user(task)
+        .call(name, { query: 'parser is:open' }, 'Error: rate limited', { error: true })
+        .call(name, { query: 'parser is:open', per_page: 10 }, '12 issues')
+        .call('read_file', { path: 'src/parser.ts' }, 'export function parse() {}')
+        .call(name, { query: 'parser label:bug' }, '3 issues');
+      const r = await harvestSession({ sessionId: `s${i}`, messages: session.messages, meta: { repo: 'acme/parser' } }, { store, tokenCounter: createTokenCounter(), logger });
+      expect(r.skipped).toBeUndefined();
+      expect(r.redactions.some((f) => f.rule === 'github-token')).toBe(true);
+    }
+    const categories = store.list().flatMap((t) => store.get(t.id, 0)?.items.map((it) => it.category) ?? []);
+    expect(categories).toContain('mcp__[REDACTED:github-token]__query');
+    expect(categories).toContain('read_file');
+    const exportPath = join(dir, 'export.json');
+    await exportTemplates(store, exportPath);
+    expect(writeWarmSnapshot(store, join(dir, 'state'), Date.now())).toMatchObject({ written: true });
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const haystacks: [string, string][] = [
+      ['export', readFileSync(exportPath, 'utf8')],
+      ['snapshot', readFileSync(join(dir, 'state', WARM_SNAPSHOT_FILE), 'utf8')],
+      ['db', readFileSync(dbPath).toString('latin1')],
+    ];
+    for (const [where, h] of haystacks) {
+      expect(h, where).toContain('mcp__[REDACTED:github-token]__query');
+      expect(h.includes(leak), `key found in ${where}`).toBe(false);
     }
   });
 });
