@@ -18,9 +18,16 @@
  * rate-limited per file. A new folder is scanned again after it appears, so files written into
  * it before chokidar watched it are not missed.
  *
- * Per-append cost: a live file's descriptor stays open (at most `maxOpenFiles`, least recently
- * read closed first); each read is one stat of the path (rotation, truncation) and reads that
- * start FINGERPRINT_BYTES before the offset, so the fingerprint comes with the data.
+ * Descriptors: at most `maxOpenFiles` transcripts are open at once, counting both the files
+ * being read and those kept open between reads (DescriptorSlots). A read that finds none free
+ * closes the least recently read idle one, or waits for a read to end; a scan of thousands of
+ * files reads them `maxOpenFiles` at a time. If the process runs out of descriptors all the same
+ * (EMFILE, ENFILE: something else holds them), the idle descriptors are closed and the file is
+ * read again after a back-off (STARVED_RETRY_MS, doubling), never given up on.
+ *
+ * Per-append cost: a live file's descriptor stays open between reads; each read is one stat of
+ * the path (rotation, truncation) and reads that start FINGERPRINT_BYTES before the offset, so
+ * the fingerprint comes with the data.
  */
 import { EventEmitter } from 'node:events';
 import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
@@ -30,6 +37,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import { RateLimitedLog } from '../util/log-limit.js';
 import { TranscriptDecoder, type LineError, type ReadIdentity } from './decoder.js';
+import { DescriptorSlots } from './descriptor-slots.js';
 import { ReadBuffers } from './read-buffers.js';
 import { RootPresence } from './root-presence.js';
 import { pathSessionId, sessionIdFor } from './session-id.js';
@@ -45,6 +53,12 @@ const FINGERPRINT_BYTES = 32;
 const MIN_READ_BYTES = 64 * 1024;
 /** Longest wait between retries of a file that cannot be opened. */
 const MAX_RETRY_MS = 60_000;
+/** First retry of a read that failed for lack of descriptors (EMFILE, ENFILE); doubles from there. */
+const STARVED_RETRY_MS = 100;
+/** Longest wait between retries of a read that failed for lack of descriptors. */
+const MAX_STARVED_RETRY_MS = 5_000;
+/** Delay before a folder is listed again after its listing failed for lack of descriptors. */
+const STARVED_RESCAN_MS = 1_000;
 /** Re-scans of a new folder after chokidar reports it (ms after the report). */
 const NEW_DIR_RESCANS_MS = [0, 150, 1_000] as const;
 
@@ -70,8 +84,12 @@ interface FileState {
   /** What the last read's stat saw (ino, size, mtime): a later `change` naming the same is old news. */
   seen: { ino: number; size: number; mtimeMs: number } | undefined;
   removal: NodeJS.Timeout | undefined;
-  /** The open descriptor of a live file (kept between reads). */
+  /** The open descriptor of a live file (kept between reads); it holds one of the tailer's slots. */
   fh: FileHandle | undefined;
+  /** A read is using `fh` now: it is not closed to free its slot for another file. */
+  busy: boolean;
+  /** The next back-off after a read failed for lack of descriptors (EMFILE, ENFILE). */
+  starvedRetryMs: number;
   /** Not a readable transcript (FIFO, socket, device, link out of the roots): never read. */
   skipped: string | undefined;
   /** Open failed (EACCES…): when to retry, and the current back-off. */
@@ -83,9 +101,19 @@ interface FileState {
 /** What opening a file found. */
 type Opened = { readonly fh: FileHandle; readonly ino: number } | { readonly skip: string };
 
+function errnoOf(err: unknown): unknown {
+  return (err as { code?: unknown } | null)?.code;
+}
+
 function isMissing(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
+  const code = errnoOf(err);
   return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+/** The process (EMFILE) or the system (ENFILE) is out of file descriptors: passes once some are closed. */
+function isStarved(err: unknown): boolean {
+  const code = errnoOf(err);
+  return code === 'EMFILE' || code === 'ENFILE';
 }
 
 /** Watches transcript files and emits normalized events as they grow. */
@@ -101,6 +129,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private readonly idOwners = new Map<string, string>();
   /** Files whose descriptor is open, least recently read first. */
   private readonly openOrder = new Set<FileState>();
+  /** At most `maxOpenFiles` descriptors, open or being opened. */
+  private readonly slots: DescriptorSlots;
   /** Watch roots as given and as resolved through symlinks. */
   private rootReals: string[] = [];
   /** Bumped by each resolution of the roots, so an older one finishing late is dropped. */
@@ -111,6 +141,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private readonly rescans = new Set<NodeJS.Timeout>();
   /** Folders whose rescans are pending: a folder reported twice (a root that appears is also chokidar's addDir) is listed once per delay. */
   private readonly rescanning = new Set<string>();
+  /** Folders to list again because a listing failed for lack of descriptors (one timer each). */
+  private readonly starvedRescans = new Set<string>();
   /** One per watch root: notices a root that appears (missing at start) or vanishes and comes back. */
   private presences: RootPresence[] = [];
 
@@ -119,6 +151,12 @@ export class Tailer extends EventEmitter<TailerEvents> {
     this.options = resolveTailerOptions(options);
     this.readBuffers = new ReadBuffers(FINGERPRINT_BYTES + MIN_READ_BYTES, FINGERPRINT_BYTES + this.options.readChunkBytes);
     this.warnings = new RateLimitedLog(this.options.logger, { intervalMs: this.options.warnIntervalMs, now: this.options.now });
+    this.slots = new DescriptorSlots(this.options.maxOpenFiles, () => this.closeIdle());
+  }
+
+  /** Descriptors open or being opened now (at most `maxOpenFiles`), and reads waiting for one. */
+  descriptors(): { open: number; waiting: number } {
+    return { open: this.slots.inUse, waiting: this.slots.waiters };
   }
 
   get state(): TailerState {
@@ -152,7 +190,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     watcher.on('change', (p, stats) => this.onChange(p, stats));
     watcher.on('raw', (event, path, details) => this.onRaw(event, path, details));
     watcher.on('unlink', (p) => this.onUnlink(p));
-    watcher.on('error', (err) => this.fail(err instanceof Error ? err : new Error(String(err))));
+    watcher.on('error', (err) => this.onWatcherError(err));
     await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
     this.presences = this.options.paths.map(
       (root, i) => new RootPresence(root, existing[i] === true, { appeared: (r) => this.onRootAppeared(r), vanished: (r) => this.onRootVanished(r) }, this.options.logger),
@@ -205,6 +243,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
     for (const t of this.rescans) clearTimeout(t);
     this.rescans.clear();
     this.rescanning.clear();
+    this.starvedRescans.clear();
+    this.slots.close(); // reads waiting for a descriptor end now, without opening one
     await Promise.all(this.presences.map((p) => p.close()));
     try {
       await this.watcher?.close();
@@ -269,6 +309,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
       seen: undefined,
       removal: undefined,
       fh: undefined,
+      busy: false,
+      starvedRetryMs: STARVED_RETRY_MS,
       skipped: undefined,
       retry: undefined,
       retryMs: this.options.unreadableRetryMs,
@@ -356,7 +398,8 @@ export class Tailer extends EventEmitter<TailerEvents> {
       if (!(await stat(dir)).isDirectory()) return;
       entries = await readdir(dir, { withFileTypes: true, recursive: true });
     } catch (err) {
-      if (!isMissing(err)) this.options.logger.debug({ dir, err: describeError(err) }, 'new folder not listed');
+      if (isStarved(err)) this.rescanLater(dir, err);
+      else if (!isMissing(err)) this.options.logger.debug({ dir, err: describeError(err) }, 'new folder not listed');
       return;
     }
     this.options.logger.debug({ dir, entries: entries.length }, 'folder listed');
@@ -372,6 +415,29 @@ export class Tailer extends EventEmitter<TailerEvents> {
       const stats = await stat(p).catch(() => undefined);
       if (stats && this.active && !this.files.has(p)) this.onAdd(p, stats);
     }
+  }
+
+  /**
+   * chokidar failed: logged. If it could not list a folder for lack of descriptors, the files
+   * it would have reported are found by listing the roots again later (it does not retry).
+   */
+  private onWatcherError(err: unknown): void {
+    this.fail(err instanceof Error ? err : new Error(String(err)));
+    if (!isStarved(err)) return;
+    for (const root of this.options.paths) this.rescanLater(root, err);
+  }
+
+  /** A folder could not be listed for lack of descriptors: list it again after a while. */
+  private rescanLater(dir: string, err: unknown): void {
+    if (!this.active || this.starvedRescans.has(dir)) return;
+    this.warnings.warn('\u0000starved-dir', { dir, code: errnoOf(err), descriptors: this.slots.inUse, retryMs: STARVED_RESCAN_MS }, 'out of file descriptors: folder listed again later');
+    this.starvedRescans.add(dir);
+    const t = setTimeout(() => {
+      this.rescans.delete(t);
+      this.starvedRescans.delete(dir);
+      void this.rescan(dir);
+    }, STARVED_RESCAN_MS);
+    this.rescans.add(t);
   }
 
   private onChange(p: string, stats: Stats | undefined): void {
@@ -470,6 +536,10 @@ export class Tailer extends EventEmitter<TailerEvents> {
       try {
         consumed += await this.readToEof(st);
       } catch (err) {
+        if (isStarved(err)) {
+          this.retryStarved(st, err);
+          break;
+        }
         this.fail(new ContextdError(ErrorCode.TAIL_READ_FAILED, `cannot read transcript ${st.file}: ${err instanceof Error ? err.message : String(err)}`, { file: st.file, sessionId: st.sessionId }, { cause: err }), st);
       }
     } while (st.again && this.active && !st.gone);
@@ -524,26 +594,27 @@ export class Tailer extends EventEmitter<TailerEvents> {
       this.openOrder.add(st);
       return st.fh;
     }
+    // A slot first: the descriptor opened below is one of at most maxOpenFiles.
+    const slot = this.slots.acquire();
+    if (slot !== true && !(await slot)) return undefined; // closing
+    if (!this.active || st.gone) {
+      this.slots.release();
+      return undefined;
+    }
     let opened: Opened;
     try {
       opened = await this.openRegular(st);
     } catch (err) {
-      if (isMissing(err)) {
-        this.fail(new ContextdError(ErrorCode.TAIL_FILE_GONE, `transcript file disappeared: ${st.file}`, { file: st.file, sessionId: st.sessionId }), st);
-        this.scheduleRemovalCheck(st);
-        return undefined;
-      }
-      const code = (err as { code?: unknown }).code;
-      if (code === 'EACCES' || code === 'EPERM') {
-        this.retryLater(st, err);
-        return undefined;
-      }
-      throw err;
+      this.slots.release();
+      this.openFailed(st, err);
+      return undefined;
     }
     if ('skip' in opened) {
+      this.slots.release();
       this.skip(st, opened.skip);
       return undefined;
     }
+    st.starvedRetryMs = STARVED_RETRY_MS;
     if (st.unreadable) {
       st.unreadable = false;
       st.retryMs = this.options.unreadableRetryMs;
@@ -553,18 +624,39 @@ export class Tailer extends EventEmitter<TailerEvents> {
     st.ino = opened.ino;
     st.fh = opened.fh;
     this.openOrder.add(st);
-    this.trimOpenFiles();
     return st.fh;
   }
 
-  /** Keep at most `maxOpenFiles` descriptors: close the least recently read idle ones. */
-  private trimOpenFiles(): void {
-    for (const st of this.openOrder) {
-      if (this.openOrder.size <= this.options.maxOpenFiles) return;
-      if (!st.reading) void this.closeHandle(st);
+  /**
+   * Opening failed: a file gone is checked for removal, one not readable (EACCES) or opened
+   * while the process is out of descriptors (EMFILE) is read again later; anything else throws.
+   */
+  private openFailed(st: FileState, err: unknown): void {
+    if (isMissing(err)) {
+      this.fail(new ContextdError(ErrorCode.TAIL_FILE_GONE, `transcript file disappeared: ${st.file}`, { file: st.file, sessionId: st.sessionId }), st);
+      this.scheduleRemovalCheck(st);
+      return;
     }
+    const code = errnoOf(err);
+    if (code === 'EACCES' || code === 'EPERM') return this.retryLater(st, err);
+    if (isStarved(err)) return this.retryStarved(st, err);
+    throw err;
   }
 
+  /**
+   * Close the least recently read descriptor no read is using (its slot goes to a file waiting
+   * for one once the close is done). False when every open descriptor is in use.
+   */
+  private closeIdle(): boolean {
+    for (const st of this.openOrder) {
+      if (st.busy) continue;
+      void this.closeHandle(st);
+      return true;
+    }
+    return false;
+  }
+
+  /** Close the descriptor (if any) and give its slot back once it is closed. */
   private async closeHandle(st: FileState): Promise<void> {
     const fh = st.fh;
     st.fh = undefined;
@@ -574,7 +666,25 @@ export class Tailer extends EventEmitter<TailerEvents> {
       await fh.close();
     } catch (err) {
       this.options.logger.debug({ file: st.file, err: describeError(err) }, 'close failed');
+    } finally {
+      this.slots.release();
     }
+  }
+
+  /**
+   * The process is out of descriptors (EMFILE, ENFILE: held by something else than the tailer's
+   * own, which are bounded): close the idle ones kept, say so (rate-limited, not per file), and
+   * read this file again after a back-off that doubles up to MAX_STARVED_RETRY_MS.
+   */
+  private retryStarved(st: FileState, err: unknown): void {
+    this.warnings.warn('\u0000starved', { file: st.file, code: errnoOf(err), descriptors: this.slots.inUse, retryMs: st.starvedRetryMs }, 'out of file descriptors: transcript read again later');
+    for (const idle of [...this.openOrder]) if (!idle.busy) void this.closeHandle(idle);
+    if (st.retry || !this.active) return;
+    st.retry = setTimeout(() => {
+      st.retry = undefined;
+      this.requestRead(st, true);
+    }, st.starvedRetryMs);
+    st.starvedRetryMs = Math.min(MAX_STARVED_RETRY_MS, st.starvedRetryMs * 2);
   }
 
   /** Opening failed for lack of permission: say so once, and try again with back-off. */
@@ -598,8 +708,22 @@ export class Tailer extends EventEmitter<TailerEvents> {
     this.options.logger.warn({ file: st.file, reason: why }, 'skipping path: not read');
   }
 
-  /** Read from the stored offset to EOF. Returns the bytes consumed. */
+  /**
+   * Read from the stored offset to EOF. Returns the bytes consumed. The descriptor is in use
+   * meanwhile; once the read ends it may be closed for a file waiting for a slot.
+   */
   private async readToEof(st: FileState): Promise<number> {
+    st.busy = true;
+    try {
+      return await this.readOpen(st);
+    } finally {
+      st.busy = false;
+      this.slots.serveWaiters();
+    }
+  }
+
+  /** `readToEof`'s work, with the descriptor marked busy. */
+  private async readOpen(st: FileState): Promise<number> {
     const fh = await this.handleOf(st);
     if (!fh) return 0;
     // The path, not the descriptor: a rotated file has a new inode under the same name.
@@ -614,7 +738,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
     }
     if (s.ino !== st.ino) {
       await this.closeHandle(st);
-      return this.readToEof(st); // reopens, sees the new inode, restarts
+      return this.readOpen(st); // reopens, sees the new inode, restarts
     }
     if (s.size < st.readPos) this.restart(st, 'truncated');
     st.seen = { ino: s.ino, size: s.size, mtimeMs: s.mtimeMs };
@@ -623,7 +747,18 @@ export class Tailer extends EventEmitter<TailerEvents> {
     let first = true;
     while (this.active && !st.gone) {
       const wait = this.options.gate?.(st.file);
-      if (wait) await wait;
+      if (wait) {
+        // Held back (the consumer has a backlog): the descriptor is idle meanwhile, and may serve
+        // a file waiting for a slot. If it was closed, the next pass reopens and checks the file.
+        st.busy = false;
+        this.slots.serveWaiters();
+        await wait;
+        st.busy = true;
+        if (st.fh !== fh) {
+          st.again = true;
+          break;
+        }
+      }
       if (!this.active || st.gone) break;
       // The first read starts FINGERPRINT_BYTES early: the bytes before the offset must still be ours.
       const lead = first ? Math.min(st.tailLength, st.readPos) : 0;
