@@ -32,8 +32,49 @@ function encoderFor(encoding: EncodingName): Tiktoken {
 }
 
 /**
+ * Longest run of non-white-space characters tokenized in one piece. tiktoken's BPE works on
+ * the pieces its pattern splits text into, in time that grows with the square of a piece's
+ * length: one 100k-char run of letters (a base64 blob, a minified file, padding) held the
+ * daemon's event loop for 4-9 s. Runs longer than this are counted in pieces of this size.
+ */
+export const LONGEST_RUN_CHARS = 512;
+const LONG_RUN = new RegExp(`\\S{${LONGEST_RUN_CHARS + 1},}`, 'g');
+
+/**
+ * Tokens of `text` by `encode`: exact when no run of non-white-space is longer than
+ * LONGEST_RUN_CHARS; each longer run is counted in pieces of that many chars (a token or two
+ * more per piece than counted whole, at most).
+ */
+export function countInPieces(text: string, encode: (piece: string) => number): number {
+  LONG_RUN.lastIndex = 0;
+  if (!LONG_RUN.test(text)) return encode(text);
+  let total = 0;
+  let from = 0;
+  LONG_RUN.lastIndex = 0; // (matchAll starts where `test` left it)
+  for (const m of text.matchAll(LONG_RUN)) {
+    if (m.index > from) total += encode(text.slice(from, m.index));
+    const end = m.index + m[0].length;
+    for (let at = m.index; at < end; ) {
+      let cut = Math.min(end, at + LONGEST_RUN_CHARS);
+      // never between the two halves of a surrogate pair
+      if (cut < end && isHighSurrogate(text.charCodeAt(cut - 1))) cut++;
+      total += encode(text.slice(at, cut));
+      at = cut;
+    }
+    from = end;
+  }
+  if (from < text.length) total += encode(text.slice(from));
+  return total;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/**
  * A tiktoken-backed counter. Encoders are shared per process (the WASM tables are large).
  * Special-token text inside transcripts (e.g. `<|endoftext|>`) is counted as ordinary text.
+ * Very long runs without white space are counted in pieces (`countInPieces`).
  */
 export function createTokenCounter(encoding: EncodingName = 'o200k_base'): TokenCounter {
   // Built on the first count: loading the BPE tables costs about a second of CPU, which a
@@ -43,8 +84,8 @@ export function createTokenCounter(encoding: EncodingName = 'o200k_base'): Token
     encoding,
     count(text: string): number {
       if (text.length === 0) return 0;
-      enc ??= encoderFor(encoding);
-      return enc.encode_ordinary(text).length;
+      const e = (enc ??= encoderFor(encoding));
+      return countInPieces(text, (piece) => e.encode_ordinary(piece).length);
     },
   };
 }

@@ -5,7 +5,8 @@ import {
   IMAGE_TOKEN_ESTIMATE,
   MESSAGE_OVERHEAD_TOKENS,
 } from '../../src/model/index.js';
-import type { TokenCountCache } from '../../src/model/tokens.js';
+import { countInPieces, LONGEST_RUN_CHARS, type TokenCountCache } from '../../src/model/tokens.js';
+import { get_encoding } from 'tiktoken';
 import { call, callMsg, countingCounter, msg, prose, result, user, asst } from './helpers.js';
 
 describe('token counting', () => {
@@ -78,5 +79,37 @@ describe('token counting', () => {
     m2.replaceSections(ids, summary);
     expect(again.calls).toBe(built); // read from the cache, as a restart replaying the edit does
     expect(m2.tokens()).toBe(m1.tokens());
+  });
+
+  it('counts a long run without white space in pieces, and any other text whole and exactly', () => {
+    const enc = get_encoding('o200k_base');
+    try {
+      const exact = (t: string): number => enc.encode_ordinary(t).length;
+      const pieces: string[] = [];
+      const spy = (t: string): number => {
+        pieces.push(t);
+        return exact(t);
+      };
+      // ordinary text, code, a long line with spaces: one piece, the exact count
+      for (const text of [prose(3, 400), 'const x = [1, 2, 3].map((n) => n * 2); // ' + 'word '.repeat(2_000), 'x'.repeat(LONGEST_RUN_CHARS)]) {
+        pieces.length = 0;
+        expect(countInPieces(text, spy)).toBe(exact(text));
+        expect(pieces).toEqual([text]);
+      }
+      // a 20k-letter blob between words, and runs of '=' and of emoji (never split inside a pair)
+      for (const run of ['qwerty'.repeat(3_400), '='.repeat(20_000), '\u{1F600}'.repeat(5_000)]) {
+        const text = `before ${run} after`;
+        pieces.length = 0;
+        const counted = countInPieces(text, spy);
+        expect(pieces.join('')).toBe(text);
+        for (const p of pieces) for (const r of p.match(/\S+/g) ?? []) expect(r.length).toBeLessThanOrEqual(LONGEST_RUN_CHARS + 1);
+        for (const p of pieces) expect(p).not.toMatch(/[\uD800-\uDBFF]$|^[\uDC00-\uDFFF]/);
+        // within a token or two per piece of the count made whole
+        const whole = exact(text);
+        expect(Math.abs(counted - whole)).toBeLessThanOrEqual(2 * pieces.length);
+      }
+    } finally {
+      enc.free();
+    }
   });
 });
