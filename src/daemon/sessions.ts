@@ -1147,8 +1147,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     try {
       if (!this.deps.plans.setApplied(planId, status, reason, chosen.map((e) => e.editId), offset)) s.replay.markUnreplayable(`plan ${planId} is not in the plan log`);
     } catch (err) {
+      // The agent applied the edits and the model holds them now: the ack stands (refusing it
+      // would tell the agent the daemon does not hold what it does). Only a rebuild cannot
+      // replay them, so the session stays in memory (below).
       s.replay.markUnreplayable(`plan ${planId} was not stored as applied: ${describeError(err)}`);
-      throw err;
+      this.log.error({ sessionId: s.sessionId, planId, err: describeError(err) }, 'plan applied by the agent, but the plan log could not record it');
     } finally {
       // (a session fed over the socket is never released: nothing to say)
       if (replayable && s.replay.unreplayable !== undefined && s.fed === undefined) this.log.warn({ sessionId: s.sessionId, planId, why: s.replay.unreplayable }, 'session kept in memory from now on: the edits just applied could not be recorded for a rebuild');
