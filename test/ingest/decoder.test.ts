@@ -25,6 +25,17 @@ describe('TranscriptDecoder', () => {
     expect(d.counts).toEqual({ lines: 1, malformedLines: 0, oversizedLines: 0, unknownLines: 0 });
   });
 
+  it('reads a file that starts with a UTF-8 byte order mark from its first line; a mark later is text', () => {
+    const errors: LineError[] = [];
+    const d = new TranscriptDecoder({ onLineError: (e) => errors.push(e) });
+    const first = JSON.stringify({ role: 'system', content: 'You are terse.' });
+    const second = JSON.stringify({ role: 'user', content: 'hi' });
+    const events = d.push(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${first}\n${second}\n\ufeff${second}\n`)]));
+    expect(messages(events).map((m) => m.text)).toEqual(['You are terse.', 'hi']);
+    // a mark anywhere but at the start of the file is not one: that line is malformed, and said so
+    expect(errors.map((e) => e.kind)).toEqual(['malformed']);
+  });
+
   it('counts malformed, non-object, oversized and unknown lines; ignores blank lines; strips CR', () => {
     const errors: LineError[] = [];
     const d = new TranscriptDecoder({ maxLineBytes: 200, onLineError: (e) => errors.push(e) });
