@@ -73,5 +73,15 @@ export function fileError(path: string, err: unknown, doing = 'cannot read'): Co
 
 export function describeError(err: unknown): string {
   if (err instanceof Error) return err.message;
+  // an error that crossed a worker boundary or a library's own error object: its message, else its fields
+  if (typeof err === 'object' && err !== null) {
+    const message = (err as { message?: unknown }).message;
+    if (typeof message === 'string') return message;
+    try {
+      return JSON.stringify(err);
+    } catch {
+      return Object.prototype.toString.call(err);
+    }
+  }
   return String(err);
 }
