@@ -13,7 +13,7 @@ import type { ScoreFactors, Section } from '../model/types.js';
 import { CRUFT_DETECTORS, runDetectors } from './detectors/index.js';
 import { textOf } from './detectors/util.js';
 import { messageTerms, ReferenceIndex } from './keyterms.js';
-import { buildUnits, CONVERSATIONAL_KINDS, REASON_DISCOUNT, selectRuns, type SelectedRun, type Unit } from './select.js';
+import { buildUnits, CONVERSATIONAL_KINDS, REASON_DISCOUNT, selectRuns, type SelectedRun } from './select.js';
 import { createExtractiveSummarizer } from './summarize/extractive.js';
 import { isConversational } from './summarize/span.js';
 import { isStandingConstraint } from '../model/classify.js';
@@ -21,7 +21,7 @@ import { ensureSurvival, keyFacts } from './survival.js';
 import { BoundedMemo, memoList, memoMessage } from './memo.js';
 import { POINTER_FIELDS } from './pointers.js';
 import { fnv1a64, contentTerms } from '../text/index.js';
-import type { Candidate, CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport } from './types.js';
+import type { Candidate, CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport, Unit } from './types.js';
 
 export const DEFAULT_SOFT_WATERMARK = 0.6;
 export const DEFAULT_HYSTERESIS = 0.1;

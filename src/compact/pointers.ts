@@ -11,7 +11,7 @@
  * self-contained summary of its own content (`standAlone`), as a low-score one is.
  */
 import type { Section } from '../model/types.js';
-import type { Unit } from './select.js';
+import type { Unit } from './types.js';
 
 /** Detail fields naming the sections a pointer summary points at (ids: never summarized). */
 export const POINTER_FIELDS: readonly string[] = ['newer', 'supersededBy'];

@@ -15,7 +15,7 @@
  */
 import type { Section } from '../model/types.js';
 import { isCompactable } from './detectors/util.js';
-import type { Candidate, EditReason } from './types.js';
+import type { Candidate, EditReason, Unit } from './types.js';
 import { keepPointersTrue, PointerGuard, withLiveTargets } from './pointers.js';
 
 /** Share of a section's value lost when a detector shows it is cruft (lower compacts first). */
@@ -33,15 +33,6 @@ export const MIN_SUMMARY_TOKENS = 48;
 export const MAX_SUMMARY_TOKENS = 1_500;
 
 const POINTER_REASONS = new Set<EditReason>(['redundant-tool-output', 'stale-read', 'verbose-error-trace']);
-
-export interface Unit {
-  readonly section: Section;
-  readonly index: number;
-  readonly reason: EditReason;
-  readonly detail: Readonly<Record<string, unknown>>;
-  /** Candidate group (superseded-reasoning runs merge only within their candidate). */
-  readonly group: number;
-}
 
 export interface SelectedRun {
   readonly sections: readonly Section[];

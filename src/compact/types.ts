@@ -75,6 +75,16 @@ export interface DetectorContext {
 }
 
 /** A detector's proposal: these sections can be compacted for this reason. */
+/** One section a plan may replace, with why (a detector's candidate, or a low score). */
+export interface Unit {
+  readonly section: Section;
+  readonly index: number;
+  readonly reason: EditReason;
+  readonly detail: Readonly<Record<string, unknown>>;
+  /** Candidate group (superseded-reasoning runs merge only within their candidate). */
+  readonly group: number;
+}
+
 export interface Candidate {
   /** Section ids in transcript order (contiguous or not; the planner splits into runs). */
   readonly sectionIds: readonly string[];
