@@ -11,6 +11,7 @@ import { analyseFragmentText, forgetDigest, MIN_CACHED_TEXT_CHARS, noteDigest, w
 import {
   analysisPartsOf,
   buildEntry,
+  countAs,
   computeFeatures,
   deriveFragment,
   fragmentText,
@@ -250,7 +251,9 @@ export class LiveContext {
     let at = this.entries.findIndex((e) => e.frags.some((f) => f.section !== undefined && doomed.has(f.section)));
     const firstEntry = this.entries[at];
     if (firstEntry && firstEntry.frags.some((f) => f.section !== undefined && !doomed.has(f.section))) at++;
-    const entry = buildEntry(message, this.counter, this.tokenCache, known);
+    // (a rebuild from this model's messages counts the summary as here: `countAs`)
+    if (known) countAs(message, known);
+    const entry = buildEntry(message, this.counter, this.tokenCache);
     if (this.derived) this.analyse(entry.frags);
     const goneEntries = new Set<Entry>();
     for (const rec of recs) {

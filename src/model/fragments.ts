@@ -169,7 +169,22 @@ export function countMessages(messages: readonly Message[], counter: TokenCounte
   return countTextsMany(counter, messages.map(countedTexts), cache);
 }
 
-/** `counts`: the message's counts when already known (`countMessages`), else counted or looked up here. */
+/**
+ * Messages counted apart from their text: a summary replayed from the plan log holds its text
+ * with secrets redacted but counts as made (`ReplacementSummary.tokens`). A model rebuilt from
+ * its own messages (`rebaseModel`) meets the same message object and must count it the same.
+ */
+const countedAs = new WeakMap<Message, readonly number[]>();
+
+/** `message` counts `counts` wherever an entry is built of it, whatever its text counts. */
+export function countAs(message: Message, counts: readonly number[]): void {
+  countedAs.set(message, counts);
+}
+
+/**
+ * `counts`: the message's counts when already known (`countMessages`), else counted or looked up
+ * here; a message given counts by `countAs` always counts those.
+ */
 export function buildEntry(message: Message, counter: TokenCounter, cache?: TokenCountCache, known?: readonly number[]): Entry {
   const entry: Entry = { message, frags: [], live: true };
   const fixed = MESSAGE_OVERHEAD_TOKENS + (message.imageCount ?? 0) * IMAGE_TOKEN_ESTIMATE;
@@ -179,7 +194,7 @@ export function buildEntry(message: Message, counter: TokenCounter, cache?: Toke
     return { entry, part, ...(call ? { call } : {}), tokens, overhead, stats: undefined, features: undefined, error, section: undefined };
   };
   // Every text of the message, counted (or looked up) together.
-  const counts = known ?? countTexts(counter, countedTexts(message), cache);
+  const counts = countedAs.get(message) ?? known ?? countTexts(counter, countedTexts(message), cache);
   const at = (i: number): number => counts[i] ?? 0;
   if (message.role === 'tool') {
     const error = message.isError === true || looksLikeStackTrace(message.text);

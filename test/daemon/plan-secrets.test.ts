@@ -9,6 +9,7 @@ import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { createSummarizer, replacementOf, type Plan } from '../../src/compact/index.js';
 import { SessionModel } from '../../src/model/index.js';
+import { rebaseModel } from '../../src/daemon/replay-log.js';
 import { createOpenAIChatAdapter } from '../../src/ingest/adapters/openai-chat.js';
 import { demoTranscript } from '../../src/demo/transcript.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
@@ -56,8 +57,9 @@ describe('the plan log and its log lines', () => {
       },
     });
     const logger = pino({ level: 'info' }, sink);
+    const options = { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 };
     const manager = new SessionManager(
-      { budgetTokens: 20_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, turnSliceMs: 0 },
+      options,
       { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), memoryFreed: () => undefined, archiveFilter: redactMessages },
     );
     managers.push(manager);
@@ -87,6 +89,14 @@ describe('the plan log and its log lines', () => {
     rebuilt.applyAll(planted(10));
     rebuilt.replayEach(stored.edits.map((e) => ({ ...replacementOf(e), tokens: e.tokensBefore, messageRange: e.messageRange })));
     expect(rebuilt.headroom().countedTokens).toBe(held);
+    // A new budget (SIGHUP) rebuilds the model from its own messages, and a later rebuild replays
+    // that step (replay-log.ts: rebaseModel) after the edits: the redacted summary must still count
+    // as the agent holds it, not as its stored text does (14,286 against 14,846 without `countAs`).
+    manager.reconfigure({ ...options, budgetTokens: 21_000 });
+    const heldAfterRebase = manager.require('k').model.headroom().countedTokens;
+    expect(heldAfterRebase).toBe(held);
+    const rebased = rebaseModel(rebuilt, new SessionModel({ sessionId: 'k', tokenCounter: counter, budgetTokens: 21_000 }));
+    expect(rebased.headroom().countedTokens).toBe(heldAfterRebase);
     await manager.drain();
   });
 });
