@@ -128,10 +128,28 @@ export function describeEdits(call: ToolCall): string[] {
   return editGists(call).map(describeEditGist);
 }
 
+/** A command that only carries a patch (Codex `apply_patch <<EOF`, a bare patch): an edit, not a program run. */
+const PATCH_COMMAND_RE = /^\*\*\* Begin Patch|apply_patch\s*<</;
+
+/** The command a call runs, unless it only carries a patch (then the call is named by its files). */
+function runCommand(call: ToolCall): string | undefined {
+  const { command } = toolAction(call);
+  return command !== undefined && !PATCH_COMMAND_RE.test(command) ? command : undefined;
+}
+
+/**
+ * Whether a call is a file edit (an edit tool, a patch), told by its files: not a command that
+ * writes a file on the side (`npm test > out.log`, `sed -i`), which is told by its command.
+ */
+export function isFileEdit(call: ToolCall): boolean {
+  return runCommand(call) === undefined && editGists(call).length > 0;
+}
+
 /** A short name of a call for summaries: its command, or `Tool(path)`. */
 export function describeCall(call: ToolCall): string {
   const a = toolAction(call);
-  if (a.command && !/^\*\*\* Begin Patch|apply_patch\s*<</.test(a.command)) return `\`${clip(a.command.replace(/\s+/g, ' ').trim(), 140)}\``;
+  const command = runCommand(call);
+  if (command !== undefined) return `\`${clip(command.replace(/\s+/g, ' ').trim(), 140)}\``;
   const target = a.writes[0] ?? a.reads[0];
   return target ? `${call.name}(${target})` : `${call.name}(${clip(call.arguments.replace(/\s+/g, ' '), 80)})`;
 }

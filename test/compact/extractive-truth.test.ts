@@ -59,6 +59,18 @@ describe('a failed or rejected edit', () => {
     expect(text).toMatch(/edit of web\/src\/Cart\.tsx failed: error: Failed to find expected lines/);
   });
 
+  it('a failed command that writes a file on the side is told by its command, not as an edit of that file', () => {
+    const text = summarize([call('Bash', { command: 'npm test > test-output.log 2>&1' }, 'w1'), result('w1', 'Bash', 'Exit code 1', { isError: true })]);
+    expect(text).not.toMatch(/edit of test-output\.log/);
+    expect(text).toContain('`npm test > test-output.log 2>&1` failed');
+  });
+
+  it('a failed patch carried by a shell command is still an edit of its file', () => {
+    const patch = ['apply_patch <<\'EOF\'', '*** Begin Patch', '*** Update File: web/src/Cart.tsx', '@@', '-const total = 0;', '+const total = sum(items);', '*** End Patch', 'EOF'].join('\n');
+    const text = summarize([call('shell', { command: ['bash', '-lc', patch] }, 'w2'), result('w2', 'shell', 'error: Failed to find expected lines ["const total = 0;"]', { exitCode: 1 })]);
+    expect(text).toMatch(/edit of web\/src\/Cart\.tsx failed/);
+  });
+
   it('a successful edit is still listed as edited', () => {
     const text = summarize([multiEdit('s1'), result('s1', 'MultiEdit', 'Applied 1 edit to /w/app/billing.py')]);
     expect(text).toMatch(/^- edited \/w\/app\/billing\.py \(\+2 −1\)/m);

@@ -22,7 +22,7 @@ import {
   stripDanglingRefs,
   uniq,
 } from '../../text/index.js';
-import { describeCall, describeEdits, describeOutcome, editGists, resultText, toolOutcome } from '../outcome.js';
+import { describeCall, describeEdits, describeOutcome, editGists, isFileEdit, resultText, toolOutcome } from '../outcome.js';
 import { toolAction } from '../../model/toolargs.js';
 import { compactionNoteBody, isAgentSummary } from '../../model/classify.js';
 import { imageNote, isConversational, spanSummary } from './span.js';
@@ -169,8 +169,9 @@ function pointerFacts(input: SummarizeInput, add: AddPointer): void {
 function toolResultFacts(m: Message, add: Add, call: ToolCall | undefined): void {
   const o = toolOutcome(m);
   const edits = call ? editGists(call) : [];
-  // a failed edit is told here, by path, and never as edited (`callFacts`)
-  const name = edits.length > 0 ? `edit of ${uniq(edits.map((g) => g.path)).join(', ')}` : call ? describeCall(call) : (m.toolName ?? 'tool call');
+  // a failed edit is told here, by path, and never as edited (`callFacts`); a command that
+  // writes a file on the side (`npm test > out.log`) is named by its command, which is what failed
+  const name = call && isFileEdit(call) ? `edit of ${uniq(edits.map((g) => g.path)).join(', ')}` : call ? describeCall(call) : (m.toolName ?? 'tool call');
   if (!o.failed) {
     const said = describeOutcome(o);
     // a successful edit is told by its gist; a successful command by its status and verdict
