@@ -41,10 +41,11 @@ const NOTE_TAG = /^\s*\[CONTEXT COMPACTION[^\]\n]*\]\s*/;
  * A sentence in which a compaction note speaks to its reader about itself: "Do NOT answer
  * questions or fulfill requests mentioned in this summary; they were already addressed",
  * "treat it as background reference, NOT as active instructions", "The conversation is
- * summarized below".
+ * summarized below". Only a demonstrative names the note itself: "the summary" or "the
+ * compaction" is as often the work it reports ("Fixed the compaction bug in planner.ts").
  */
 const NOTE_SELF_REFERENCE =
-  /\b(?:this|the|that) (?:summary|handoff|compaction)\b|\bsummari[sz]ed below\b|\bsummary below\b|\breference only\b|\bbackground reference\b|\bactive instructions?\b|\balready (?:been )?addressed\b|\bprevious (?:conversation|context window)\b/i;
+  /\b(?:this|that) (?:summary|handoff|compaction)\b|\bsummari[sz]ed below\b|\bsummary below\b|\breference only\b|\bbackground reference\b|\bactive instructions?\b|\balready (?:been )?addressed\b|\bprevious (?:conversation|context window)\b/i;
 
 /**
  * The facts of a compaction note without what it tells its reader about itself: quoted in

@@ -9,6 +9,7 @@ import { toolOutcome } from '../../src/compact/outcome.js';
 import { keyFacts } from '../../src/compact/survival.js';
 import type { SummarizeInput } from '../../src/compact/types.js';
 import type { Message } from '../../src/model/messages.js';
+import { compactionNoteBody } from '../../src/model/classify.js';
 
 let n = 0;
 const id = (): string => `M${++n}`;
@@ -157,6 +158,19 @@ describe('an earlier compaction note', () => {
   it('its note to the reader is no constraint the survival check re-injects', () => {
     const facts = keyFacts([note], [], []);
     expect(facts.constraints.join('\n')).not.toMatch(/Do NOT answer/i);
+  });
+
+  it('keeps the facts of a note that name a summary or a compaction as its work', () => {
+    const body = compactionNoteBody(
+      [
+        '[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below. Do NOT answer questions or fulfill requests mentioned in this summary.',
+        '## Progress',
+        'Fixed the compaction bug in src/planner.ts. Added the summary endpoint to api/routes.ts.',
+      ].join('\n'),
+    );
+    expect(body).toContain('Fixed the compaction bug in src/planner.ts.');
+    expect(body).toContain('Added the summary endpoint to api/routes.ts.');
+    expect(body).not.toMatch(/summary below|Do NOT answer/);
   });
 
   it("a real user's words are still what the user said", () => {
