@@ -679,12 +679,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private retryStarved(st: FileState, err: unknown): void {
     this.warnings.warn('\u0000starved', { file: st.file, code: errnoOf(err), descriptors: this.slots.inUse, retryMs: st.starvedRetryMs }, 'out of file descriptors: transcript read again later');
     for (const idle of [...this.openOrder]) if (!idle.busy) void this.closeHandle(idle);
-    if (st.retry || !this.active) return;
-    st.retry = setTimeout(() => {
-      st.retry = undefined;
-      this.requestRead(st, true);
-    }, st.starvedRetryMs);
-    st.starvedRetryMs = Math.min(MAX_STARVED_RETRY_MS, st.starvedRetryMs * 2);
+    if (this.readAgainIn(st, st.starvedRetryMs)) st.starvedRetryMs = Math.min(MAX_STARVED_RETRY_MS, st.starvedRetryMs * 2);
   }
 
   /** Opening failed for lack of permission: say so once, and try again with back-off. */
@@ -693,12 +688,17 @@ export class Tailer extends EventEmitter<TailerEvents> {
       st.unreadable = true;
       this.options.logger.warn({ file: st.file, sessionId: st.sessionId, code: (err as { code?: unknown }).code, retryMs: st.retryMs }, 'transcript cannot be opened; retrying until it can');
     }
-    if (st.retry || !this.active) return;
+    if (this.readAgainIn(st, st.retryMs)) st.retryMs = Math.min(MAX_RETRY_MS, st.retryMs * 2);
+  }
+
+  /** Read `st` again in `delayMs`; false (nothing scheduled) when a retry is due already or the tailer stops. */
+  private readAgainIn(st: FileState, delayMs: number): boolean {
+    if (st.retry || !this.active) return false;
     st.retry = setTimeout(() => {
       st.retry = undefined;
       this.requestRead(st, true);
-    }, st.retryMs);
-    st.retryMs = Math.min(MAX_RETRY_MS, st.retryMs * 2);
+    }, delayMs);
+    return true;
   }
 
   /** Never read this path (it is not a regular file, or leads out of the roots); warn once. */

@@ -1,10 +1,9 @@
 /**
- * Audit (branch audit-b): the tailer's descriptor bound (`maxOpenFiles`, 64) did not hold while
- * many transcripts were read at once, so a folder of a few hundred transcripts under the
- * documented `ulimit -n 256` ran the daemon out of descriptors (EMFILE): transcripts were left
- * unread for good, the tokenizer's lazy require failed ("Cannot find module 'tiktoken'"), so
- * sessions' lines were dropped ("could not apply transcript events"), the daemon never reported
- * ready, and SIGTERM hung. Real daemon under a real descriptor limit (prlimit), real files.
+ * The tailer's descriptor bound (`maxOpenFiles`, 64) holds while many transcripts are read at
+ * once, so a folder of a few hundred transcripts under the documented `ulimit -n 256` is read
+ * whole. (It did not hold, found by an audit: transcripts were left unread for good after
+ * EMFILE, the tokenizer's lazy require failed, the daemon never reported ready, and SIGTERM
+ * hung.) Real daemon under a real descriptor limit (prlimit), real files.
  */
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -73,7 +72,7 @@ async function stopsCleanly(d: SpawnedDaemon): Promise<void> {
 
 const emfile = (l: LogLine): boolean => JSON.stringify(l).includes('EMFILE');
 
-describe('audit: many transcripts under a small descriptor limit', () => {
+describe('many transcripts under a small descriptor limit', () => {
   it('600 transcripts at ulimit -n 256: every one is read, no EMFILE, descriptors stay bounded, a stop does not hang', async () => {
     const t = scope.tempDir('fdburst');
     const N = 600;
