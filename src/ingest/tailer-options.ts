@@ -1,6 +1,7 @@
 /**
  * Tailer options: all optional except `paths`, validated once, defaults applied, frozen.
  */
+import { defaultMaxOpenFiles } from '../util/open-files.js';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { ContextdError, ErrorCode } from '../util/errors.js';
@@ -23,7 +24,7 @@ export interface TailerOptions {
   readonly readChunkBytes?: number | undefined;
   /** Follow symlinks that lead out of the watch roots (default false: such links are skipped with a warning). */
   readonly followSymlinks?: boolean | undefined;
-  /** Live files whose descriptor stays open between reads (default 64; the least recently read are closed first). */
+  /** Transcript descriptors open at once (default `defaultMaxOpenFiles`: a quarter of the open-file limit, 64 to 1024; the least recently read are closed first). */
   readonly maxOpenFiles?: number | undefined;
   /** First retry delay for a file that cannot be opened (EACCES); doubles up to 60 s (default 1000 ms). */
   readonly unreadableRetryMs?: number | undefined;
@@ -94,7 +95,7 @@ export function resolveTailerOptions(options: TailerOptions): ResolvedTailerOpti
     liveWindowMs: o.liveWindowMs ?? 30 * 60 * 1000,
     readChunkBytes: o.readChunkBytes ?? 1024 * 1024,
     followSymlinks: o.followSymlinks ?? false,
-    maxOpenFiles: o.maxOpenFiles ?? 64,
+    maxOpenFiles: o.maxOpenFiles ?? defaultMaxOpenFiles(),
     unreadableRetryMs: o.unreadableRetryMs ?? 1000,
     warnIntervalMs: o.warnIntervalMs ?? 60_000,
     logger: (o.logger ?? silentLogger()).child({ component: 'tailer' }),
