@@ -46,6 +46,10 @@ describe('session.sync: a session fed with the list the agent sends', () => {
     expect(msgs[2]?.id).toBe(`${msgs[0]?.id}#1`);
     expect(msgs[3]?.isSummary).toBe(true);
     expect(() => normalizeOpenAIMessages([{ role: 'user', content: 'a' }, { role: 'session_meta' }])).toThrow(/messages\.1\.role/);
+    // content nested too deeply to walk names the message, not a stack overflow
+    let deep: unknown = 'x';
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    expect(() => normalizeOpenAIMessages([{ role: 'user', content: 'a' }, { role: 'user', content: deep as string }])).toThrow(/^messages\.1: nested too deeply to read$/);
   });
 
   it('appends a longer list, truncates a changed tail, rebuilds on anything else', () => {

@@ -176,19 +176,30 @@ export function normalizeOpenAIMessages(list: readonly JsonObject[]): Message[] 
   const adapter = new OpenAIChatAdapter();
   const seen = new Map<string, number>();
   return list.map((entry, i) => {
-    const role = ROLE_MAP[str(entry['role']) ?? ''];
-    if (role === undefined || str(entry['role']) === 'session_meta') throw new RangeError(`messages.${i}.role: expected system, developer, user, assistant or tool, got ${JSON.stringify(entry['role'])}`);
-    const digest = createHash('sha256')
-      .update(JSON.stringify([entry['role'], entry['content'] ?? null, entry['tool_calls'] ?? null, entry['tool_call_id'] ?? null, entry['name'] ?? null]))
-      .digest('hex')
-      .slice(0, 16);
-    const n = seen.get(digest) ?? 0;
-    seen.set(digest, n + 1);
-    const id = n === 0 ? `c_${digest}` : `c_${digest}#${n}`;
-    const out: TranscriptEvent[] = [];
-    adapter.onMessageOf(entry, id, out);
-    const found = out.find((e): e is Extract<TranscriptEvent, { type: 'message' }> => e.type === 'message');
-    const message: Message = found ? found.message : { id, role, text: '' };
-    return entry['isSummary'] === true ? { ...message, isSummary: true } : message;
+    try {
+      return normalizedMessage(adapter, seen, entry, i);
+    } catch (err) {
+      // JSON nested tens of thousands deep overflows the stack of anything that walks it
+      if (err instanceof RangeError && /call stack/i.test(err.message)) throw new RangeError(`messages.${i}: nested too deeply to read`);
+      throw err;
+    }
   });
+}
+
+/** One message of `normalizeOpenAIMessages` (`seen`: how often each digest came before). */
+function normalizedMessage(adapter: OpenAIChatAdapter, seen: Map<string, number>, entry: JsonObject, i: number): Message {
+  const role = ROLE_MAP[str(entry['role']) ?? ''];
+  if (role === undefined || str(entry['role']) === 'session_meta') throw new RangeError(`messages.${i}.role: expected system, developer, user, assistant or tool, got ${JSON.stringify(entry['role'])}`);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([entry['role'], entry['content'] ?? null, entry['tool_calls'] ?? null, entry['tool_call_id'] ?? null, entry['name'] ?? null]))
+    .digest('hex')
+    .slice(0, 16);
+  const n = seen.get(digest) ?? 0;
+  seen.set(digest, n + 1);
+  const id = n === 0 ? `c_${digest}` : `c_${digest}#${n}`;
+  const out: TranscriptEvent[] = [];
+  adapter.onMessageOf(entry, id, out);
+  const found = out.find((e): e is Extract<TranscriptEvent, { type: 'message' }> => e.type === 'message');
+  const message: Message = found ? found.message : { id, role, text: '' };
+  return entry['isSummary'] === true ? { ...message, isSummary: true } : message;
 }
