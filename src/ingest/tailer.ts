@@ -686,7 +686,7 @@ export class Tailer extends EventEmitter<TailerEvents> {
   private retryLater(st: FileState, err: unknown): void {
     if (!st.unreadable) {
       st.unreadable = true;
-      this.options.logger.warn({ file: st.file, sessionId: st.sessionId, code: (err as { code?: unknown }).code, retryMs: st.retryMs }, 'transcript cannot be opened; retrying until it can');
+      this.options.logger.warn({ file: st.file, sessionId: st.sessionId, code: errnoOf(err), retryMs: st.retryMs }, 'transcript cannot be opened; retrying until it can');
     }
     if (this.readAgainIn(st, st.retryMs)) st.retryMs = Math.min(MAX_RETRY_MS, st.retryMs * 2);
   }

@@ -12,6 +12,7 @@ import type { Plan, Summarizer } from '../compact/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import { RateLimitedLog } from '../util/log-limit.js';
 import { Conversation, type Prepared } from './conversation.js';
 import { sendError, type Provider } from './errors.js';
 import { forward, type ForwardResult } from './forward.js';
@@ -148,6 +149,8 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
   private stateValue: ProxyState = 'new';
   private readonly server: Server;
   private readonly log: Logger;
+  /** Connections refused over `maxConnections` (`onDrop`). */
+  private readonly drops: RateLimitedLog;
   private readonly now: () => number;
   private readonly conversations = new Map<string, Conversation>();
   private readonly usedIds = new Set<string>();
@@ -156,8 +159,6 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
   private closing: Promise<void> | undefined;
   /** Request body bytes held now, over every connection (`maxBufferedBytes` bounds it). */
   private bufferedBytes = 0;
-  private dropped = 0;
-  private lastDropLogAt = -Infinity;
   readonly totals: ProxyTotals = { requests: 0, modelled: 0, passthrough: 0, plansApplied: 0, cacheBreaks: 0, tokensIn: 0, tokensOut: 0, upstreamErrors: 0 };
 
   constructor(
@@ -166,6 +167,7 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
   ) {
     super();
     this.log = deps.logger.child({ component: 'proxy' });
+    this.drops = new RateLimitedLog(this.log);
     this.now = deps.now ?? Date.now;
     // Receiving a request is bounded: its headers (Node's headersTimeout) and the whole of it
     // (requestTimeout) in time, its body also by idle time and size (readBody). Node's
@@ -233,16 +235,13 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     await Promise.race([Promise.allSettled([...this.inFlight]), grace]);
     this.server.closeAllConnections();
     await closed;
+    this.drops.flush(); // refusals counted since the last line
     this.stateValue = 'closed';
   }
 
-  /** A connection over `maxConnections` was closed on accept. Logged at most once a minute. */
+  /** A connection over `maxConnections` was closed on accept: logged once a minute at most, repeats counted. */
   private onDrop(): void {
-    this.dropped++;
-    const now = Date.now();
-    if (now - this.lastDropLogAt < 60_000) return;
-    this.lastDropLogAt = now;
-    this.log.warn({ maxConnections: this.options.maxConnections, droppedSoFar: this.dropped }, 'agent connection refused: too many connections (proxy.maxConnections)');
+    this.drops.warn('drop', { maxConnections: this.options.maxConnections }, 'agent connection refused: too many connections (proxy.maxConnections)');
   }
 
   /** Live conversations. */
