@@ -13,7 +13,7 @@ import { searchTerms } from '../text/index.js';
 import { type Outcome, type TemplateInput, type TemplateStore, type ValueScore } from '../store/templates.js';
 import { contentHashChain } from './content-hash.js';
 import { extractSession, type ExtractionLimits } from './extract.js';
-import { redactAll, redactSync, redactToolNames, type RedactionFinding } from './redact.js';
+import { mergeFindings, redactAll, redactSync, redactToolNames, type RedactionFinding } from './redact.js';
 import { jaccard, scoreSession } from './value.js';
 
 export interface HarvestInput {
@@ -96,13 +96,6 @@ export async function redactDeep<T>(value: T): Promise<{ value: T; findings: Red
   let i = 0;
   const redacted = replaceStrings(value, () => texts[i++] ?? '') as T;
   return { value: redacted, findings };
-}
-
-/** Two tallies of findings as one, by rule. */
-function mergeFindings(a: readonly RedactionFinding[], b: readonly RedactionFinding[]): RedactionFinding[] {
-  const counts = new Map<string, number>();
-  for (const f of [...a, ...b]) counts.set(f.rule, (counts.get(f.rule) ?? 0) + f.count);
-  return [...counts.entries()].sort((x, y) => x[0].localeCompare(y[0])).map(([rule, count]) => ({ rule, count }));
 }
 
 /**

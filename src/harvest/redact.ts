@@ -34,6 +34,13 @@ function toFindings(counts: Map<string, number>): RedactionFinding[] {
   return [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([rule, count]) => ({ rule, count }));
 }
 
+/** Two tallies of findings as one, by rule. */
+export function mergeFindings(a: readonly RedactionFinding[], b: readonly RedactionFinding[]): RedactionFinding[] {
+  const counts = new Map<string, number>();
+  for (const f of [...a, ...b]) counts.set(f.rule, (counts.get(f.rule) ?? 0) + f.count);
+  return toFindings(counts);
+}
+
 interface Secretlint {
   readonly lintSource: typeof lintSource;
   readonly config: Parameters<typeof lintSource>[0]['options']['config'];
