@@ -77,11 +77,11 @@ export interface ProxyOptions {
   readonly maxConversations: number;
   /** Offer and answer the `contextd_recall` tool (off by default: adding a tool changes the prompt). */
   readonly recallTool: boolean;
-  /** Receiving one request (headers and body) is cut after this; a long streamed response is not. */
+  /** Receiving one request (headers and body) is answered 408 and cut after this; a long streamed response is not. */
   readonly requestTimeoutMs: number;
   /** A request whose body stays silent this long is answered 408 and its connection closed. */
   readonly bodyIdleTimeoutMs: number;
-  /** Connections past this are closed as soon as they are accepted. */
+  /** Connections past this are answered 503 (with `Retry-After`) as soon as they are accepted, and closed. */
   readonly maxConnections: number;
   /** Request body bytes held at once over all connections; a body that would pass it is answered 503. */
   readonly maxBufferedBytes: number;

@@ -7,14 +7,14 @@
  */
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Plan, Summarizer } from '../compact/index.js';
 import type { TokenCounter } from '../model/tokens.js';
 import { ContextdError, ErrorCode, describeError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { RateLimitedLog } from '../util/log-limit.js';
 import { Conversation, type Prepared } from './conversation.js';
-import { sendError, type Provider } from './errors.js';
+import { PROXY_ERRORS, REFUSAL_LINGER_MS, refuseConnection, refuseRequest, sendError, type ProxyErrorKind, type Provider } from './errors.js';
 import { forward, type ForwardResult } from './forward.js';
 import { anthropicFormat } from './formats/anthropic.js';
 import { openaiChatFormat } from './formats/openai-chat.js';
@@ -30,6 +30,8 @@ import { archivedText } from '../store/index.js';
 const RECALL_HANDLE_RE = /^h_[0-9a-f]{16}$/;
 /** The least a recall answer may hold, however small the window. */
 const RECALL_MIN_TOKENS = 256;
+/** Refused connections answered at once, at least (else `maxConnections`): a burst of retries is answered, not reset. */
+const MIN_REFUSING = 32;
 
 export interface ProxyDeps {
   readonly logger: Logger;
@@ -85,6 +87,14 @@ export function routeOf(path: string, headers: IncomingMessage['headers']): Rout
 class BodyTooLarge extends Error {}
 /** The body stayed silent longer than `bodyIdleTimeoutMs`. */
 class BodyIdle extends Error {}
+/** The request was still arriving after `requestTimeoutMs` (Node's requestTimeout). */
+class RequestTimedOut extends Error {}
+/** Node could not parse the rest of the request (a broken chunked body, say). */
+class BodyMalformed extends Error {
+  constructor(readonly code: string) {
+    super(code);
+  }
+}
 /** Taking the body would pass `maxBufferedBytes` over every connection. */
 class BodiesOverBudget extends Error {}
 
@@ -94,12 +104,21 @@ interface BodyBudget {
   take(n: number): boolean;
 }
 
+/** A request whose headers are in, until its response is done. */
+interface Exchange {
+  readonly route: Route;
+  readonly res: ServerResponse;
+  /** Stop reading its body (set while it is read). */
+  stop?: (err: Error) => void;
+}
+
 /**
  * Read a request body, refusing more than `max` bytes, a silence longer than `idleMs` between
  * its chunks (or before the first), and any chunk the shared `budget` has no room for. Bytes
  * are taken from `budget` as they arrive; the caller gives them back when the request is done.
+ * `exchange.stop` ends the read from outside (the request timed out or broke).
  */
-function readBody(req: IncomingMessage, max: number, idleMs: number, budget: BodyBudget): Promise<Buffer> {
+function readBody(req: IncomingMessage, max: number, idleMs: number, budget: BodyBudget, exchange: Exchange): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {
@@ -111,10 +130,12 @@ function readBody(req: IncomingMessage, max: number, idleMs: number, budget: Bod
     let timer: NodeJS.Timeout | undefined;
     const stop = (err: Error): void => {
       clearTimeout(timer);
+      exchange.stop = undefined;
       req.removeListener('data', onData);
       req.resume(); // whatever else arrives is discarded, not buffered
       reject(err);
     };
+    exchange.stop = stop;
     const arm = (): void => {
       clearTimeout(timer);
       timer = setTimeout(() => stop(new BodyIdle()), idleMs);
@@ -131,26 +152,29 @@ function readBody(req: IncomingMessage, max: number, idleMs: number, budget: Bod
     req.on('data', onData);
     req.on('end', () => {
       clearTimeout(timer);
+      exchange.stop = undefined;
       resolve(Buffer.concat(chunks));
     });
     req.on('error', (err) => {
       clearTimeout(timer);
+      exchange.stop = undefined;
       reject(err);
     });
   });
-}
-
-/** Close the agent's connection once `res` is sent (or at once if it never is): the rest of its request is not read. */
-function closeAfter(res: ServerResponse, req: IncomingMessage): void {
-  res.on('close', () => req.socket.destroy());
 }
 
 export class ProxyServer extends EventEmitter<ProxyEvents> {
   private stateValue: ProxyState = 'new';
   private readonly server: Server;
   private readonly log: Logger;
-  /** Connections refused over `maxConnections` (`onDrop`). */
-  private readonly drops: RateLimitedLog;
+  /** Refused connections and requests: a line per kind at most once a minute, repeats counted. */
+  private readonly refusals: RateLimitedLog;
+  /** Agent connections being served (`maxConnections` bounds it). */
+  private openConnections = 0;
+  /** Refused connections still being answered (bounded by `maxConnections`, or MIN_REFUSING if more). */
+  private readonly refusing = new Set<Socket>();
+  /** The request of each connection whose headers are in and whose response is not done. */
+  private readonly exchanges = new WeakMap<Socket, Exchange>();
   private readonly now: () => number;
   private readonly conversations = new Map<string, Conversation>();
   private readonly usedIds = new Set<string>();
@@ -167,7 +191,7 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
   ) {
     super();
     this.log = deps.logger.child({ component: 'proxy' });
-    this.drops = new RateLimitedLog(this.log);
+    this.refusals = new RateLimitedLog(this.log);
     this.now = deps.now ?? Date.now;
     // Receiving a request is bounded: its headers (Node's headersTimeout) and the whole of it
     // (requestTimeout) in time, its body also by idle time and size (readBody). Node's
@@ -187,9 +211,15 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
       this.inFlight.add(work);
       void work.finally(() => this.inFlight.delete(work));
     });
-    // Connections past the limit are closed by Node as soon as they are accepted ('drop').
-    this.server.maxConnections = options.maxConnections;
-    this.server.on('drop', () => this.onDrop());
+    // Connections past the limit are answered 503 as soon as they are accepted. Node's own
+    // server.maxConnections would close them with no answer at all (a bare reset to the agent),
+    // so every accepted socket passes through admit() before the HTTP server's own listener.
+    const serve = this.server.listeners('connection') as ((socket: Socket) => void)[];
+    this.server.removeAllListeners('connection');
+    this.server.on('connection', (socket: Socket) => this.admit(socket, serve));
+    // Requests Node cuts (requestTimeout, headersTimeout, unparseable) are answered in the
+    // provider's shape instead of Node's bare 408/400.
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
   }
 
   get state(): ProxyState {
@@ -234,14 +264,67 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
     await Promise.race([Promise.allSettled([...this.inFlight]), grace]);
     this.server.closeAllConnections();
+    for (const socket of this.refusing) socket.destroy(); // Node's list does not hold them
     await closed;
-    this.drops.flush(); // refusals counted since the last line
+    this.refusals.flush(); // refusals counted since the last line
     this.stateValue = 'closed';
   }
 
-  /** A connection over `maxConnections` was closed on accept: logged once a minute at most, repeats counted. */
-  private onDrop(): void {
-    this.drops.warn('drop', { maxConnections: this.options.maxConnections }, 'agent connection refused: too many connections (proxy.maxConnections)');
+  /**
+   * Serve an accepted connection, or refuse it with 503 when `maxConnections` are being served.
+   * Nothing of the refused connection is read into memory; refused connections still being
+   * answered (each for at most REFUSAL_LINGER_MS) are bounded by `maxConnections` (at least
+   * MIN_REFUSING), and past that one is closed with no answer.
+   */
+  private admit(socket: Socket, serve: readonly ((socket: Socket) => void)[]): void {
+    const max = this.options.maxConnections;
+    if (this.openConnections < max) {
+      this.openConnections++;
+      socket.once('close', () => this.openConnections--);
+      for (const listener of serve) listener.call(this.server, socket);
+      return;
+    }
+    if (this.refusing.size >= Math.max(MIN_REFUSING, max)) {
+      socket.destroy();
+      this.refusals.warn('drop', { maxConnections: max }, 'agent connection closed unanswered: too many connections (proxy.maxConnections) and too many being refused');
+      return;
+    }
+    this.refusing.add(socket);
+    socket.once('close', () => this.refusing.delete(socket));
+    refuseConnection(socket, undefined, 'unavailable', `contextd proxy: too many connections (proxy.maxConnections ${max}); retry`, REFUSAL_LINGER_MS);
+    this.refusals.warn('connections', { maxConnections: max }, 'agent connection refused with 503: too many connections (proxy.maxConnections)');
+  }
+
+  /**
+   * Node could not take a request off a connection: it timed out (requestTimeoutMs, or the
+   * headers' own limit), or is not HTTP. A body being read is stopped and answered (408, 400)
+   * by the request's own handler; otherwise the connection is answered here, in the request's
+   * provider shape if its headers were read. Never logs the bytes received (`err.rawPacket`).
+   */
+  private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    if (socket.writableEnded) return; // already answered (and lingering), or being closed
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy(); // the agent is gone: its request handler sees the connection fail
+      return;
+    }
+    const ex = this.exchanges.get(socket);
+    if (ex?.stop) {
+      ex.stop(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? new RequestTimedOut() : new BodyMalformed(err.code ?? 'parse error'));
+      return;
+    }
+    if (ex !== undefined) {
+      socket.destroy(); // a response of this connection is pending: nothing else can be written
+      return;
+    }
+    const kind: ProxyErrorKind = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'requestTimeout' : err.code === 'HPE_HEADER_OVERFLOW' ? 'headersTooLarge' : 'badRequest';
+    const message =
+      kind === 'requestTimeout'
+        ? `contextd proxy: the request was not received within ${Math.min(60_000, this.options.requestTimeoutMs)} ms (its headers) or ${this.options.requestTimeoutMs} ms (all of it; proxy.requestTimeoutMs)`
+        : kind === 'headersTooLarge'
+          ? 'contextd proxy: request headers too large'
+          : `contextd proxy: malformed HTTP request (${err.code ?? 'parse error'})`;
+    this.refusals.warn(`client:${kind}`, { code: err.code ?? null }, `agent request refused with ${PROXY_ERRORS[kind].status}: it could not be read`);
+    refuseConnection(socket, undefined, kind, message, REFUSAL_LINGER_MS);
   }
 
   /** Live conversations. */
@@ -269,7 +352,7 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     const method = req.method ?? 'GET';
     const route = routeOf(path, req.headers);
     if (this.stateValue !== 'listening') {
-      sendError(res, route.provider, 'unavailable', 'contextd proxy is shutting down');
+      refuseRequest(req, res, route.provider, 'unavailable', 'contextd proxy is shutting down; retry', REFUSAL_LINGER_MS);
       return;
     }
     let held = 0;
@@ -281,36 +364,32 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
         return true;
       },
     };
+    const ex: Exchange = { route, res };
+    const socket = req.socket;
+    this.exchanges.set(socket, ex);
+    res.once('close', () => {
+      if (this.exchanges.get(socket) === ex) this.exchanges.delete(socket);
+    });
     try {
-      await this.exchange(req, res, path, method, route, budget);
+      await this.exchange(req, res, path, method, route, budget, ex);
     } finally {
       this.bufferedBytes -= held;
     }
   }
 
-  private async exchange(req: IncomingMessage, res: ServerResponse, path: string, method: string, route: Route, budget: BodyBudget): Promise<void> {
+  private async exchange(req: IncomingMessage, res: ServerResponse, path: string, method: string, route: Route, budget: BodyBudget, ex: Exchange): Promise<void> {
     let body: Buffer;
     try {
-      body = await readBody(req, this.options.maxBodyBytes, this.options.bodyIdleTimeoutMs, budget);
+      body = await readBody(req, this.options.maxBodyBytes, this.options.bodyIdleTimeoutMs, budget, ex);
     } catch (err) {
-      if (err instanceof BodyTooLarge) {
-        this.log.warn({ path, maxBodyBytes: this.options.maxBodyBytes }, 'request body too large: refused');
-        sendError(res, route.provider, 'tooLarge', `contextd proxy: request body exceeds ${this.options.maxBodyBytes} bytes (proxy.maxBodyBytes)`);
+      const refusal = this.refusalOf(err);
+      if (refusal) {
+        // the path without its query (which may carry a key); never a header
+        this.refusals.warn(refusal.log, { path: path.split('?')[0], ...refusal.fields }, refusal.log);
+        refuseRequest(req, res, route.provider, refusal.kind, refusal.message, refusal.lingerMs);
         return;
       }
-      if (err instanceof BodyIdle) {
-        this.log.warn({ path, bodyIdleTimeoutMs: this.options.bodyIdleTimeoutMs }, 'request body stalled: connection closed');
-        closeAfter(res, req);
-        sendError(res, route.provider, 'requestTimeout', `contextd proxy: the request body sent nothing for ${this.options.bodyIdleTimeoutMs} ms (proxy.bodyIdleTimeoutMs)`);
-        return;
-      }
-      if (err instanceof BodiesOverBudget) {
-        this.log.warn({ path, maxBufferedBytes: this.options.maxBufferedBytes }, 'request bodies over the buffer limit: request refused');
-        closeAfter(res, req);
-        sendError(res, route.provider, 'unavailable', `contextd proxy: too many request bodies are being received at once (proxy.maxBufferedBytes ${this.options.maxBufferedBytes}); retry`);
-        return;
-      }
-      this.log.info({ path, err: describeError(err) }, 'agent connection failed while sending its request');
+      this.log.info({ path: path.split('?')[0], err: describeError(err) }, 'agent connection failed while sending its request');
       res.destroy();
       return;
     }
@@ -333,6 +412,29 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
       res,
     );
     this.logResult(path, method, result, performance.now() - started, conversation, prepared);
+  }
+
+  /** How a body that could not be read is answered; undefined when the agent's connection failed. */
+  private refusalOf(err: unknown): { kind: ProxyErrorKind; message: string; log: string; fields: Record<string, number>; lingerMs: number } | undefined {
+    const o = this.options;
+    if (err instanceof BodyTooLarge) {
+      return { kind: 'tooLarge', message: `contextd proxy: request body exceeds ${o.maxBodyBytes} bytes (proxy.maxBodyBytes)`, log: 'request body too large: refused with 413', fields: { maxBodyBytes: o.maxBodyBytes }, lingerMs: REFUSAL_LINGER_MS };
+    }
+    if (err instanceof BodyIdle) {
+      // the agent has been silent: nothing is left unread, so the connection closes at once
+      return { kind: 'requestTimeout', message: `contextd proxy: the request body sent nothing for ${o.bodyIdleTimeoutMs} ms (proxy.bodyIdleTimeoutMs)`, log: 'request body stalled: refused with 408, connection closed', fields: { bodyIdleTimeoutMs: o.bodyIdleTimeoutMs }, lingerMs: 0 };
+    }
+    if (err instanceof RequestTimedOut) {
+      return { kind: 'requestTimeout', message: `contextd proxy: the request was not received within ${o.requestTimeoutMs} ms (proxy.requestTimeoutMs)`, log: 'request still arriving after requestTimeoutMs: refused with 408, connection closed', fields: { requestTimeoutMs: o.requestTimeoutMs }, lingerMs: REFUSAL_LINGER_MS };
+    }
+    if (err instanceof BodyMalformed) {
+      // the parser is broken for this connection: nothing more of it can be read
+      return { kind: 'badRequest', message: `contextd proxy: malformed HTTP request body (${err.code})`, log: 'malformed request body: refused with 400, connection closed', fields: {}, lingerMs: 0 };
+    }
+    if (err instanceof BodiesOverBudget) {
+      return { kind: 'unavailable', message: `contextd proxy: too many request bodies are being received at once (proxy.maxBufferedBytes ${o.maxBufferedBytes}); retry`, log: 'request bodies over the buffer limit: refused with 503', fields: { maxBufferedBytes: o.maxBufferedBytes }, lingerMs: REFUSAL_LINGER_MS };
+    }
+    return undefined;
   }
 
   /** Parse, model and rewrite a request; undefined when it is forwarded as sent. */
