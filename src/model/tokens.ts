@@ -1,9 +1,29 @@
 import { createRequire } from 'node:module';
 import type { Tiktoken, TiktokenEncoding } from 'tiktoken';
 
+const requireHere = createRequire(import.meta.url);
+
+/**
+ * Where tiktoken's entry file is, resolved as this module loads (a stat and a read of its
+ * package.json). Not at the first count: Node remembers a package.json it could not read as
+ * missing for the life of the process, so a first resolve under descriptor pressure (EMFILE,
+ * the first scan of many transcripts) left `require('tiktoken')` failing for good — every count,
+ * every model, until a restart. Resolved here, the lazy load below reads files by path only,
+ * and a load that fails is tried again at the next count.
+ */
+let tiktokenEntry: string | undefined = resolveTiktoken();
+
+function resolveTiktoken(): string | undefined {
+  try {
+    return requireHere.resolve('tiktoken');
+  } catch {
+    return undefined; // resolved (and its failure reported) at the first count
+  }
+}
+
 // tiktoken instantiates its WASM when loaded: required on first count, so a module that only
 // needs the constants below (a hook's daemon-down bootstrap) does not pay for it.
-const requireTiktoken = (): typeof import('tiktoken') => createRequire(import.meta.url)('tiktoken') as typeof import('tiktoken');
+const requireTiktoken = (): typeof import('tiktoken') => requireHere((tiktokenEntry ??= requireHere.resolve('tiktoken'))) as typeof import('tiktoken');
 
 /** Counts tokens of text. Implementations must be deterministic for the same input. */
 export interface TokenCounter {
@@ -20,6 +40,7 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 export const SUPPORTED_ENCODINGS = ['o200k_base', 'cl100k_base'] as const;
 export type EncodingName = (typeof SUPPORTED_ENCODINGS)[number];
 
+/** Encoders loaded, per encoding: only loads that succeeded (a failed one is tried again). */
 const encoders = new Map<string, Tiktoken>();
 
 function encoderFor(encoding: EncodingName): Tiktoken {
@@ -79,6 +100,7 @@ function isHighSurrogate(code: number): boolean {
 export function createTokenCounter(encoding: EncodingName = 'o200k_base'): TokenCounter {
   // Built on the first count: loading the BPE tables costs about a second of CPU, which a
   // restart whose counts all come from the token cache never needs to pay before it answers.
+  // A load that throws (EMFILE reading the WASM) leaves nothing behind: the next count tries again.
   let enc: Tiktoken | undefined;
   return {
     encoding,
