@@ -33,7 +33,8 @@ export function renderStatus(status: StatusResult, now = Date.now()): string[] {
     const editText = edit ? `${edit.reason} (${Math.max(0, Math.round((now - edit.at) / 1000))}s ago)` : '-';
     const id = String(r['sessionId']);
     const linked = typeof r['linkedSession'] === 'string' ? `  linked ${r['linkedSession']}` : '';
-    const released = r['inMemory'] === false ? '  released from memory' : '';
+    const failure = r['failure'] as { code: string } | null | undefined;
+    const released = failure ? `  ${failure.code}: lines not applied, rebuilt from its transcript` : r['inMemory'] === false ? '  released from memory' : '';
     lines.push(
       `${(id.length > 38 ? `${id.slice(0, 37)}…` : id).padEnd(38)} ${usageBar(headroom)} ${`${String(r['tokens'])}/${String(r['total'])}`.padStart(17)} ${pct(headroom).padStart(6)} ${String(r['sections']).padStart(5)}  ${editText}${linked}${released}`,
     );

@@ -57,6 +57,12 @@ export interface DaemonStatus {
     linkedSession: string | null;
     /** False while the session's model is released from memory (memory budget); figures are as of the release. */
     inMemory: boolean;
+    /**
+     * Set while lines read from the transcript could not be applied to the model (code
+     * `INGEST_FAILED`, what failed, since when, epoch ms): the model is released and rebuilt from
+     * the transcript on the next append or request, and at the idle sweep; null otherwise.
+     */
+    failure: { code: string; message: string; since: number } | null;
   }[];
   /** What the daemon holds and how far behind it is (memory budget, backpressure, `bench load --trace`). */
   load: LoadStatus;

@@ -533,6 +533,7 @@ export class Daemon {
           source: s.source,
           linkedSession: s.linkedSession ?? null,
           inMemory: s.released === undefined,
+          failure: s.failure && s.released ? { code: s.failure.code, message: s.failure.message, since: s.failure.since } : null,
         };
       }),
       load: this.loadStatus(),

@@ -84,6 +84,12 @@ export class LiveSession {
   readonly pending: { readonly events: readonly TranscriptEvent[]; readonly toOffset: number | undefined }[] = [];
   /** The rebuild under way, if any. */
   restoring: Promise<void> | undefined;
+  /**
+   * Set while lines of the transcript read are not in the model because applying them failed
+   * (SessionManager.applyFailed): the session is released until a rebuild from the transcript
+   * succeeds; daemon.status shows it.
+   */
+  failure: { readonly code: string; readonly message: string; readonly since: number } | undefined;
   /** Set while the plan log cannot be read for a rebuild: the next retry's delay and its timer (owned by the session manager). */
   rebuildRetry: { delayMs: number; timer: NodeJS.Timeout | undefined } | undefined;
   /**

@@ -528,16 +528,61 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         this.wakeReaders(s);
         return true;
       }
+      const appliedTo = s.tailOffset;
       try {
         this.ingestInto(s, b.events, b.toOffset);
       } catch (err) {
-        this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'could not apply transcript events');
+        // (the batches still queued are read again from the transcript by the rebuild)
+        this.applyFailed(s, err, appliedTo, b.toOffset);
+        break;
       }
       if (!more()) break;
     }
     if (this.queued.has(s)) return false;
     this.wakeReaders(s);
     return true;
+  }
+
+  /**
+   * Lines of `s` read up to `toOffset` are not in its model: applying them threw (the tokenizer
+   * could not load, say; the model may hold part of them). The model, good up to `appliedTo`, is dropped and rebuilt from the
+   * transcript up to `toOffset` as a released one is (the edits the agent applied replayed), so
+   * it matches the file. Until a rebuild succeeds the session stays released with its `failure`
+   * (daemon.status), and the rebuild is tried again on its next append or request, and at the idle
+   * sweep; other sessions go on.
+   */
+  private applyFailed(s: LiveSession, err: unknown, appliedTo: number | undefined, toOffset: number | undefined): void {
+    const why = describeError(err);
+    s.failure = { code: ErrorCode.INGEST_FAILED, message: `transcript lines could not be applied to the session model (${why}): it is rebuilt from the transcript`, since: this.now() };
+    this.log.error({ sessionId: s.sessionId, file: s.file, code: ErrorCode.INGEST_FAILED, err: why, offset: toOffset ?? null }, 'transcript lines could not be applied: the session model is rebuilt from its transcript');
+    const r = s.released;
+    if (r && s.replayFrom !== undefined) {
+      // Waiting for its kept steps: its rebuild reads the transcript up to the lines read anyway.
+      this.ingestInto(s, [], toOffset);
+      return;
+    }
+    const readTo = Math.max(toOffset ?? 0, s.queuedOffset ?? 0, s.pending.at(-1)?.toOffset ?? 0, r?.offset ?? s.tailOffset ?? 0);
+    if (r) {
+      // (a rebuild under way sees the new offset and leaves it to the one scheduled below)
+      s.released = { ...r, offset: readTo };
+      s.pending.length = 0;
+    } else {
+      if (s.planTimer) clearTimeout(s.planTimer);
+      s.planTimer = undefined;
+      this.planQueue.delete(s);
+      this.deferredPlans.delete(s);
+      this.planWaiting.delete(s);
+      this.queued.drop(s);
+      this.expire(s.sessionId, s.life.rebuilt(), 'transcript lines could not be applied: the session model is rebuilt');
+      s.life.released(s.model.version, true);
+      s.released = { offset: readTo, headroom: undefined, modelOffset: Math.min(appliedTo ?? 0, readTo) };
+      s.model = this.newModel(s.sessionId);
+      s.summaryCache = new SummaryCache();
+      this.deps.memoryFreed?.();
+    }
+    this.wakeReaders(s);
+    this.rebuildDue.add(s, 0);
+    this.schedule(s);
   }
 
   private apply(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
@@ -720,7 +765,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         s.restoring = undefined;
         this.wakeReaders(s);
       });
-      await s.restoring;
+      await s.restoring.catch((err: unknown) => {
+        throw this.failedError(s, err);
+      });
     }
     // Whoever reads the model sees every line read so far, not only those whose turn came:
     // applied here ahead of its turn, in slices with a yield between (a long backlog never
@@ -734,7 +781,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     } finally {
       w.done();
     }
+    // Lines just taken could not be applied (`applyFailed`): its rebuild is scheduled, and what it holds now is not its transcript.
+    if (s.released && s.failure) throw this.failedError(s, undefined);
     return s;
+  }
+
+  /** What a request for the model of a session whose lines could not be applied gets: a coded error, not a stack. */
+  private failedError(s: LiveSession, err: unknown): unknown {
+    if (!s.failure || err instanceof ContextdError) return err;
+    return new ContextdError(ErrorCode.INGEST_FAILED, `session "${s.sessionId}" is not available now: ${s.failure.message}; it is retried on its next append or request — try again`, { sessionId: s.sessionId }, err !== undefined ? { cause: err } : undefined);
   }
 
   /** The session with this id, rebuilt first if it was released (requests that read its model). */
@@ -814,6 +869,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.tailOffset = r.offset;
     s.released = undefined;
     this.rebuildDue.delete(s);
+    if (s.failure) this.log.info({ sessionId: s.sessionId, code: s.failure.code, failedAt: s.failure.since }, 'session model rebuilt from its transcript after its lines could not be applied: it holds them now');
+    s.failure = undefined;
     if (this.stopRebuildRetry(s)) {
       this.log.info({ sessionId: s.sessionId }, 'the plan log can be read again: released session rebuilt with its applied edits');
     }
@@ -866,7 +923,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   /** A rebuild nobody awaited failed: logged (a plan log that cannot be read was said already). */
   private notRebuilt(s: LiveSession, err: unknown): void {
     if (isContextdError(err, ErrorCode.STORE_FAILED) && err.details?.planLogUnreadable === true) return;
-    this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err) }, 'released session not rebuilt; retried on its next append or request');
+    // Lines it read are not in any model (`applyFailed`): tried again at the idle sweep too, as no append may come.
+    if (s.failure && s.released && this.current(s)) this.rebuildDue.add(s, 0);
+    this.log.error({ sessionId: s.sessionId, file: s.file, err: describeError(err), ...(s.failure ? { code: s.failure.code } : {}) }, 'released session not rebuilt; retried on its next append or request');
   }
 
   /**
@@ -1010,6 +1069,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.queuedOffset = undefined;
     s.model = this.newModel(sessionId);
     s.released = undefined;
+    s.failure = undefined;
     this.stopWaitingForSteps(s);
     this.stopRebuildRetry(s);
     s.pending.length = 0;

@@ -117,6 +117,8 @@ export const CONTEXTD_TO_RPC: Readonly<Partial<Record<ErrorCode, RpcErrorCode>>>
   [ErrorCode.LINE_TOO_LONG]: RpcErrorCode.REQUEST_TOO_LARGE,
   [ErrorCode.STORE_FULL]: RpcErrorCode.UNAVAILABLE,
   [ErrorCode.STORE_FAILED]: RpcErrorCode.UNAVAILABLE,
+  // The session's model is being rebuilt from its transcript: try again.
+  [ErrorCode.INGEST_FAILED]: RpcErrorCode.UNAVAILABLE,
   [ErrorCode.STATE_LOCKED]: RpcErrorCode.UNAVAILABLE,
   [ErrorCode.SUMMARIZER_FAILED]: RpcErrorCode.UNAVAILABLE,
   [ErrorCode.LIFECYCLE]: RpcErrorCode.UNAVAILABLE,

@@ -14,6 +14,8 @@ export const ErrorCode = {
   STATE_INSECURE: 'STATE_INSECURE',
   STORE_FAILED: 'STORE_FAILED',
   STORE_FULL: 'STORE_FULL',
+  /** Transcript lines read could not be applied to their session's model (it is rebuilt from the transcript). */
+  INGEST_FAILED: 'INGEST_FAILED',
   SOCKET_IN_USE: 'SOCKET_IN_USE',
   SOCKET_PATH_TOO_LONG: 'SOCKET_PATH_TOO_LONG',
   UNKNOWN_SESSION: 'UNKNOWN_SESSION',

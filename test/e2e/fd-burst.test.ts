@@ -85,7 +85,7 @@ describe('many transcripts under a small descriptor limit', () => {
     const status = await c.status();
     const read = status.sessions.filter((s) => (s.tokens ?? 0) > 0);
     expect(d.logs.filter(emfile).slice(0, 3)).toEqual([]);
-    expect(d.logs.filter((l) => l.msg === 'could not apply transcript events').slice(0, 3)).toEqual([]);
+    expect(d.logs.filter((l) => l['code'] === 'INGEST_FAILED').slice(0, 3)).toEqual([]);
     expect(read.length).toBe(N);
     // At most maxOpenFiles transcript descriptors, during the first scan as well as after it.
     expect(fds.stop()).toBeLessThanOrEqual(MAX_OPEN_FILES);
@@ -102,7 +102,7 @@ describe('many transcripts under a small descriptor limit', () => {
     expect(await waitForReadSessions(t.socket, N, 30_000)).toBe(N);
     expect(fds.stop()).toBeLessThanOrEqual(MAX_OPEN_FILES);
     expect(d.logs.filter(emfile).slice(0, 3)).toEqual([]);
-    expect(d.logs.filter((l) => l.msg === 'could not apply transcript events').slice(0, 3)).toEqual([]);
+    expect(d.logs.filter((l) => l['code'] === 'INGEST_FAILED').slice(0, 3)).toEqual([]);
     await stopsCleanly(d);
   }, 60_000);
 

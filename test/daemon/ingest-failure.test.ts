@@ -1,0 +1,169 @@
+/**
+ * Transcript lines the daemon read but could not apply are not lost: the session's model is
+ * rebuilt from its transcript, the failure is in daemon.status while it lasts, the rebuild is
+ * tried again on the next append, and other sessions go on. (They were lost, found by an audit:
+ * a batch whose apply threw was logged and dropped — the model silently short of the
+ * transcript, maybe half-applied — and a batch the session manager could not take was gone
+ * with the tailer's offset past it.) A daemon in this process, real socket, real SQLite, real
+ * files appended while the tailer watches; each result is compared with a fresh daemon reading
+ * the same files.
+ *
+ * No transcript line makes the real ingest throw, so the faults are injected at narrow seams the
+ * daemon already takes in its deps, each said where it is used: the token counter (throwing as
+ * tiktoken does when it cannot load, EMFILE) and the log stream (a write that throws).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { Daemon } from '../../src/daemon/daemon.js';
+import { resolveDaemonOptions } from '../../src/daemon/config.js';
+import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
+import { ContextdClient } from '../../src/ipc/client.js';
+import { RpcError, RpcErrorCode } from '../../src/ipc/errors.js';
+import { until } from './helpers.js';
+
+const dirs: string[] = [];
+const running: { daemon: Daemon; c: ContextdClient }[] = [];
+afterEach(async () => {
+  for (const r of running.splice(0)) {
+    await r.c.close();
+    await r.daemon.stop();
+  }
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+interface Row {
+  sessionId: string;
+  file: string;
+  tokens: number;
+  sections: number;
+  inMemory: boolean;
+  failure: { code: string; message: string; since: number } | null;
+}
+
+const line = (role: 'user' | 'assistant', content: string): string => `${JSON.stringify({ role, content })}\n`;
+const lines = (tag: string, n: number): string => Array.from({ length: n }, (_, i) => line(i % 2 === 0 ? 'user' : 'assistant', `${tag} message ${i}: the build of module ${i} passed after the fix to its parser`)).join('');
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'contextd-ingest-failure-'));
+  dirs.push(dir);
+  mkdirSync(join(dir, 'sessions'));
+  return dir;
+}
+
+/** A daemon watching `dir/sessions` with its state in `state`, and a client; resolves once ready. */
+async function start(dir: string, state: string, deps: { tokenCounter?: TokenCounter; logger?: Logger } = {}): Promise<{ daemon: Daemon; c: ContextdClient }> {
+  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, `${state}.sock`), state: join(dir, state), budgetTokens: 1_000_000 });
+  const daemon = new Daemon(options, { logger: deps.logger ?? pino({ level: 'silent' }), ...(deps.tokenCounter ? { tokenCounter: deps.tokenCounter } : {}) });
+  await daemon.start();
+  const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
+  await c.connect();
+  const r = { daemon, c };
+  running.push(r);
+  return r;
+}
+
+async function rows(c: ContextdClient): Promise<Map<string, Row>> {
+  const status = await c.status();
+  return new Map((status.sessions as unknown as Row[]).map((r) => [basename(r.file, '.jsonl'), r]));
+}
+
+/** What a fresh daemon (new state, the real tokenizer) reads from the same files. */
+async function freshRead(dir: string): Promise<Map<string, Row>> {
+  const fresh = await start(dir, 'fresh-state');
+  return rows(fresh.c);
+}
+
+/** A logger whose NDJSON lines are kept (parsed); `onLine` may throw, as a failing log stream does. */
+function recordingLogger(onLine: (l: Record<string, unknown>) => void = () => undefined): { logger: Logger; logs: Record<string, unknown>[] } {
+  const logs: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level: 'debug' },
+    {
+      write(s: string) {
+        const l = JSON.parse(s) as Record<string, unknown>;
+        logs.push(l);
+        onLine(l);
+      },
+    },
+  );
+  return { logger, logs };
+}
+
+describe('transcript lines that could not be applied', () => {
+  it('a batch whose apply throws: status shows the failure, other sessions go on, and once a rebuild succeeds every line is in the model', async () => {
+    const dir = tempDir();
+    const a = join(dir, 'sessions', 'a.jsonl');
+    const b = join(dir, 'sessions', 'b.jsonl');
+    writeFileSync(a, lines('alpha-start', 3));
+    writeFileSync(b, lines('beta-start', 3));
+    // Injected fault: the real tokenizer, except that while `down` it throws on the new lines of
+    // session a (texts marked "alpha-new"), as tiktoken's load does under EMFILE.
+    const real = createTokenCounter();
+    let down = false;
+    const counter: TokenCounter = {
+      encoding: real.encoding,
+      count: (t) => {
+        if (down && t.includes('alpha-new')) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
+        return real.count(t);
+      },
+    };
+    const { logger, logs } = recordingLogger();
+    const { c } = await start(dir, 'state', { tokenCounter: counter, logger });
+    const before = await rows(c);
+    expect(before.get('a')?.tokens).toBeGreaterThan(0);
+
+    down = true;
+    appendFileSync(a, lines('alpha-new-1', 2));
+    const failing = await until('session a reported failed', async () => {
+      const r = (await rows(c)).get('a');
+      return r?.failure ? r : undefined;
+    });
+    expect(failing.failure?.code).toBe('INGEST_FAILED');
+    expect(failing.failure?.message).toContain('EMFILE');
+    expect(failing.inMemory).toBe(false);
+    const failedLog = logs.find((l) => l['msg'] === 'transcript lines could not be applied: the session model is rebuilt from its transcript');
+    expect(failedLog).toMatchObject({ level: 50, code: 'INGEST_FAILED', sessionId: failing.sessionId });
+    // A request for its model gets a coded error (no stack), not a model short of its transcript.
+    const asked = await c.headroom(failing.sessionId).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(asked).toBeInstanceOf(RpcError);
+    expect((asked as RpcError).code).toBe(RpcErrorCode.UNAVAILABLE);
+    expect((asked as RpcError).message).toContain('could not be applied');
+
+    // Another session goes on meanwhile.
+    appendFileSync(b, lines('beta-more', 2));
+    const bGrew = await until('session b grown', async () => {
+      const r = (await rows(c)).get('b');
+      return r && r.tokens > (before.get('b')?.tokens ?? 0) ? r : undefined;
+    });
+    expect(bGrew.failure).toBeNull();
+    expect((await c.headroom(bGrew.sessionId)).tokens).toBe(bGrew.tokens);
+
+    // Still down: the next append tries the rebuild again, which fails again; the failure stays.
+    const notRebuilt = (): number => logs.filter((l) => l['msg'] === 'released session not rebuilt; retried on its next append or request' && l['sessionId'] === failing.sessionId).length;
+    const tries = notRebuilt();
+    appendFileSync(a, lines('alpha-new-2', 1));
+    await until('a second rebuild tried', async () => Promise.resolve(notRebuilt() > tries ? true : undefined));
+    expect((await rows(c)).get('a')?.failure?.code).toBe('INGEST_FAILED');
+
+    // Back up: the next append rebuilds it from the transcript, every line in it.
+    down = false;
+    appendFileSync(a, lines('alpha-after', 1));
+    const recovered = await until('session a rebuilt', async () => {
+      const r = (await rows(c)).get('a');
+      return r && r.failure === null && r.inMemory ? r : undefined;
+    });
+    const final = await rows(c);
+    const fresh = await freshRead(dir);
+    expect(recovered.tokens).toBe(fresh.get('a')?.tokens);
+    expect(final.get('a')?.sections).toBe(fresh.get('a')?.sections);
+    expect(final.get('b')?.tokens).toBe(fresh.get('b')?.tokens);
+    expect(recovered.tokens).toBeGreaterThan(before.get('a')?.tokens ?? 0);
+  });
+
+});
