@@ -362,7 +362,12 @@ export class Daemon {
       try {
         sessions.enqueue(e.file, e.sessionId, e.format, e.events, e.toOffset, e.toOffset - e.fromOffset);
       } catch (err) {
-        this.log.error({ sessionId: e.sessionId, file: e.file, err: describeError(err) }, 'could not apply transcript events');
+        // The tailer has read past these lines: the session's model is rebuilt from its transcript up to them.
+        try {
+          sessions.handOffFailed(e.file, e.sessionId, e.toOffset, err);
+        } catch (again) {
+          this.log.error({ sessionId: e.sessionId, file: e.file, code: ErrorCode.INGEST_FAILED, err: describeError(err), again: describeError(again) }, 'transcript lines read but not taken, nor the session marked for a rebuild: they reach its model when the transcript is read again (a rewrite, a restart)');
+        }
       }
     });
     tailer.on('reset', (e) => sessions.resetSession(e.file, e.sessionId, e.reason));

@@ -215,6 +215,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   private readonly gate = new ReadGate<LiveSession>();
   /** Sessions released with lines read but not applied: their turn rebuilds them once the budget has room (`rebuildDropped`). */
   private readonly rebuildDue = new RebuildList<LiveSession>();
+  /** Transcripts whose batch could not be handed over before their session was opened (`handOffFailed`): where it ended. */
+  private readonly unopened = new Map<string, { readonly toOffset: number; readonly err: unknown }>();
   /** Sessions whose check before a release could not read the plan log (said once until it can). */
   private readonly checkUnreadable = new WeakSet<LiveSession>();
   /** Rebuilds of sessions opened with kept model steps under way (`replayedAtStart`), and those waiting for a slot. */
@@ -291,6 +293,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   enqueue(file: string, sessionId: string, format: TranscriptFormat, events: readonly TranscriptEvent[], toOffset: number | undefined, bytes: number): LiveSession {
     const s = this.open(file, sessionId, format);
     if (s.fed || this.closing) return s;
+    const lost = this.unopened.get(file);
+    if (lost) {
+      this.unopened.delete(file);
+      this.applyFailed(s, lost.err, s.tailOffset, lost.toOffset);
+    }
     this.queued.push(s, { events, toOffset, bytes });
     if (toOffset !== undefined) s.queuedOffset = toOffset;
     // Lines just read are activity: the idle sweep and the memory budget (oldest first) must not
@@ -544,8 +551,23 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /**
+   * The tailer's batch of `file`, read up to `toOffset`, could not be queued (`enqueue` threw)
+   * and the tailer has read past it: the session's model is rebuilt from its transcript up to
+   * there (`applyFailed`), now, or when the session is opened by the file's next lines if it
+   * could not be opened now.
+   */
+  handOffFailed(file: string, sessionId: string, toOffset: number, err: unknown): void {
+    const s = this.sessions.get(sessionId);
+    if (this.closing || s?.fed) return;
+    if (s?.file === file) return this.applyFailed(s, err, s.tailOffset, toOffset);
+    this.unopened.set(file, { toOffset, err });
+    this.log.error({ sessionId, file, code: ErrorCode.INGEST_FAILED, err: describeError(err), offset: toOffset }, 'transcript lines read but not taken (the session could not be opened): its model is built from the transcript when its next lines are read');
+  }
+
+  /**
    * Lines of `s` read up to `toOffset` are not in its model: applying them threw (the tokenizer
-   * could not load, say; the model may hold part of them). The model, good up to `appliedTo`, is dropped and rebuilt from the
+   * could not load, say; the model may hold part of them), or they could not be queued
+   * (`handOffFailed`). The model, good up to `appliedTo`, is dropped and rebuilt from the
    * transcript up to `toOffset` as a released one is (the edits the agent applied replayed), so
    * it matches the file. Until a rebuild succeeds the session stays released with its `failure`
    * (daemon.status), and the rebuild is tried again on its next append or request, and at the idle
@@ -1061,6 +1083,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
 
   /** The transcript was truncated or replaced: drop the model; the tailer re-reads from 0. */
   resetSession(file: string, sessionId: string, reason: string): void {
+    this.unopened.delete(file); // read again from 0
     const s = this.sessions.get(sessionId);
     if (!s || s.fed) return;
     // Batches read before the rewrite describe what is gone.

@@ -166,4 +166,28 @@ describe('transcript lines that could not be applied', () => {
     expect(recovered.tokens).toBeGreaterThan(before.get('a')?.tokens ?? 0);
   });
 
+  it('a batch the session manager could not take (it threw as the session opened): the lines reach the model without another append', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'sessions', 'a.jsonl'), lines('alpha', 2));
+    // Injected fault: the log stream throws once, on the "session opened" line of c (after
+    // the session is registered, before its batch is queued), so SessionManager.enqueue throws.
+    let armed = true;
+    const { logger, logs } = recordingLogger((l) => {
+      if (armed && l['msg'] === 'session opened' && String(l['file']).endsWith('c.jsonl')) {
+        armed = false;
+        throw new Error('EIO: i/o error, write');
+      }
+    });
+    const { c } = await start(dir, 'state', { logger });
+    writeFileSync(join(dir, 'sessions', 'c.jsonl'), lines('gamma', 4));
+    const opened = await until('session c with tokens', async () => {
+      const r = (await rows(c)).get('c');
+      return r && r.tokens > 0 && r.inMemory && r.failure === null ? r : undefined;
+    }).catch(() => undefined);
+    expect(armed).toBe(false); // the fault did fire
+    const fresh = await freshRead(dir);
+    expect(opened?.tokens).toBe(fresh.get('c')?.tokens);
+    expect(opened?.sections).toBe(fresh.get('c')?.sections);
+    expect(logs.some((l) => l['msg'] === 'transcript lines could not be applied: the session model is rebuilt from its transcript' && l['code'] === 'INGEST_FAILED')).toBe(true);
+  });
 });
