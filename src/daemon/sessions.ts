@@ -588,6 +588,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       // (a rebuild under way sees the new offset and leaves it to the one scheduled below)
       s.released = { ...r, offset: readTo };
       s.pending.length = 0;
+      this.queued.drop(s); // (lines the rebuild now reads: applied after it, they would be there twice)
     } else {
       if (s.planTimer) clearTimeout(s.planTimer);
       s.planTimer = undefined;
