@@ -3,6 +3,9 @@ import type { Zone } from './lifecycle.js';
 /** How long sections an agent declined stay out of its automatic plans (default of DeclinedEdits). */
 export const DECLINED_EDIT_COOLDOWN_MS = 10 * 60_000;
 
+/** What a record whose model was released is bound to: no model is it, so only `carry` takes the record over. */
+const DETACHED: object = Object.freeze({});
+
 const ZONE_RANK: Readonly<Record<Zone, number>> = { ok: 0, soft: 1, reserve: 2 };
 
 interface Declined {
@@ -88,6 +91,14 @@ export class DeclinedEdits {
   /** `model` has the sections of the model the record was bound to (a faithful rebuild after a release): it keeps the record. */
   carry(model: object): void {
     this.model = model;
+  }
+
+  /**
+   * The bound model left memory (released): the record stays, for `carry` to hand to a faithful
+   * rebuild, but no longer holds that model (and all it references) alive.
+   */
+  detach(): void {
+    if (this.model !== undefined) this.model = DETACHED;
   }
 
   private bind(model: object): void {

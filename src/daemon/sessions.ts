@@ -722,6 +722,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.released = { offset: s.queuedOffset ?? s.tailOffset ?? 0, headroom, modelOffset: s.tailOffset ?? 0 };
     s.model = this.newModel(s.sessionId);
     s.summaryCache = new SummaryCache();
+    s.declined.detach();
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, droppedBatches: dropped, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
     this.wakeReaders(s);
     this.deps.memoryFreed?.();

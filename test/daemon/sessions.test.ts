@@ -18,6 +18,7 @@ import type { ReadIdentity } from '../../src/ingest/index.js';
 import { redactMessages } from '../../src/harvest/index.js';
 import { countedSummarizer } from '../compact/helpers.js';
 import { zoneOf, type MemoryBudget } from '../../src/daemon/lifecycle.js';
+import { runtimeCollector } from '../../src/util/gc.js';
 
 const dirs: string[] = [];
 const dbs: Db[] = [];
@@ -360,6 +361,27 @@ describe('SessionManager release with lines read but not applied', () => {
 });
 
 describe('SessionManager release of a session with lines just read', () => {
+  it('a released model is garbage: the record of the edits its agent declined no longer holds it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-release-frees-'));
+    dirs.push(dir);
+    const a = halves(dir, 'a', 4);
+    let t = 1_000_000;
+    const { manager } = setup({ now: () => t, memory: { maxSessionTokens: 0, releaseAfterMs: 0, idleReleaseMs: 60_000 } });
+    manager.steadyState();
+    const s = manager.ingest(a.file, 'a', 'openai-chat', a.all(), a.total);
+    // An automatic plan asks the record what is held (bound to the model it was asked about).
+    s.declined.held(s.model, { zone: 'ok', headroom: s.model.headroom().headroom }, 0.15, t);
+    const model = new WeakRef(s.model);
+    t += 61_000;
+    expect(manager.releaseIdle()).toBe(1);
+    const collect = runtimeCollector();
+    expect(collect).toBeDefined();
+    await new Promise((r) => setImmediate(r));
+    collect?.();
+    expect(model.deref()).toBeUndefined();
+    await manager.drain();
+  });
+
   it('a session whose lines were just read is not released as idle, and its appended lines reach its model without another append or request', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'contextd-release-idle-queued-'));
     dirs.push(dir);
