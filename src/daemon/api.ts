@@ -63,6 +63,8 @@ export interface DaemonStatus {
      * the transcript on the next append or request, and at the idle sweep; null otherwise.
      */
     failure: { code: string; message: string; since: number } | null;
+    /** Fed over the socket (`session.sync`): released, it is rebuilt by its agent's next sync, not from a transcript. */
+    fed: boolean;
   }[];
   /** What the daemon holds and how far behind it is (memory budget, backpressure, `bench load --trace`). */
   load: LoadStatus;
@@ -90,8 +92,10 @@ export interface LoadStatus {
   queuedBytes: number;
   /** Sessions with lines read and not yet applied. */
   queuedSessions: number;
-  /** Tailed sessions whose model is in memory. */
+  /** Tailed sessions whose model is in memory (fed ones included). */
   sessionsInMemory: number;
+  /** Of those, sessions fed over the socket (`session.sync`; bounded by `memory.maxFedSessions`). */
+  fedSessionsInMemory: number;
   /** Plans being made now. */
   plansInFlight: number;
   /** Event-loop delay since the daemon started (ms): how long a request may wait for its turn. */

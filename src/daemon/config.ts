@@ -66,6 +66,8 @@ export const configFileSchema = z
         releaseAfterMs: z.number().int().min(0).optional(),
         /** A session with no append for this long is released even within the budget; 0 = never (default 5 min). */
         idleReleaseMs: z.number().int().min(0).optional(),
+        /** Sessions fed over the socket (session.sync) in memory at once; 0 = no bound (default 64). */
+        maxFedSessions: z.number().int().min(0).optional(),
       })
       .strict()
       .optional(),
@@ -199,6 +201,7 @@ export function resolveDaemonOptions(file: ConfigFile, flags: ConfigFile, env: R
       maxSessionTokens: c.memory?.maxSessionTokens ?? MEMORY_DEFAULTS.maxSessionTokens,
       releaseAfterMs: c.memory?.releaseAfterMs ?? MEMORY_DEFAULTS.releaseAfterMs,
       idleReleaseMs: c.memory?.idleReleaseMs ?? MEMORY_DEFAULTS.idleReleaseMs,
+      maxFedSessions: c.memory?.maxFedSessions ?? MEMORY_DEFAULTS.maxFedSessions,
     }),
     followSymlinks: c.followSymlinks ?? false,
     maxClients: c.maxClients ?? DEFAULTS.maxClients,

@@ -244,8 +244,9 @@ export class Daemon {
       this.watchdogTimer = setInterval(() => void this.notifier?.watchdog(), wd);
       this.watchdogTimer.unref();
     }
-    // Idle sessions are looked for a few times per idle timeout (harvest) and per idle release (memory).
-    const idleCheckMs = Math.min(o.idleTimeoutMs, o.memory.idleReleaseMs > 0 ? o.memory.idleReleaseMs : Number.POSITIVE_INFINITY);
+    // Idle sessions are looked for a few times per idle timeout (harvest) and per idle release
+    // (memory), and fed sessions whose clients are gone a few times per releaseAfterMs.
+    const idleCheckMs = Math.min(o.idleTimeoutMs, o.memory.idleReleaseMs > 0 ? o.memory.idleReleaseMs : Number.POSITIVE_INFINITY, o.memory.releaseAfterMs);
     this.idleTimer = setInterval(() => {
       this.harvestIdle();
       this.sessions?.releaseIdle();
@@ -539,6 +540,7 @@ export class Daemon {
           linkedSession: s.linkedSession ?? null,
           inMemory: s.released === undefined,
           failure: s.failure && s.released ? { code: s.failure.code, message: s.failure.message, since: s.failure.since } : null,
+          fed: s.fed !== undefined,
         };
       }),
       load: this.loadStatus(),
@@ -549,7 +551,7 @@ export class Daemon {
   /** Memory, backlog and event-loop delay (daemon.status `load`). */
   private loadStatus(): LoadStatus {
     const m = process.memoryUsage();
-    const b = this.sessions?.backlog() ?? { queuedBytes: 0, queuedSessions: 0, sessionsInMemory: 0, plansInFlight: 0 };
+    const b = this.sessions?.backlog() ?? { queuedBytes: 0, queuedSessions: 0, sessionsInMemory: 0, fedSessionsInMemory: 0, plansInFlight: 0 };
     const d = this.loopDelay;
     const ms = (ns: number): number => Math.round(ns / 1e4) / 100;
     return {

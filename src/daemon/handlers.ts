@@ -72,6 +72,8 @@ export function buildHandlers(api: DaemonApi): Record<string, Handler> {
 
     [METHODS.endSession]: defineHandler(PARAMS_SCHEMAS[METHODS.endSession], async (p, ctx) => {
       const s = visible(p.sessionId, ctx.connectionId);
+      // A fed session released from memory holds no messages to harvest: its agent syncs them first.
+      api.sessions().assertFedInMemory(s);
       api.sessions().endSession(s);
       const r = await api.harvest(s, p.outcome, ctx.connectionId);
       return { harvested: r.harvested };

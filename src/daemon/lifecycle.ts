@@ -288,14 +288,22 @@ export interface MemoryBudget {
   readonly releaseAfterMs: number;
   /** A session with no append for this long is released even while the total is within the budget (0 = never). */
   readonly idleReleaseMs: number;
+  /**
+   * Sessions fed over the socket (`session.sync`) whose model may be in memory at once (0 = no
+   * bound; default MEMORY_DEFAULTS): one more releases the least recently synced idle one, or
+   * is refused.
+   */
+  readonly maxFedSessions?: number;
 }
 
 /**
  * Defaults of `memory`. 5 M tokens: under planning load a held token costs 110–150 bytes of RSS
  * at the peak (30–60 of live heap, and V8's garbage between full collections) on top of ~250 MiB,
- * which keeps that peak under 1 GiB (docs/configuration.md, memory budget; `bench load`).
+ * which keeps that peak under 1 GiB (docs/configuration.md, memory budget; `bench load`). 64 fed
+ * sessions: far more agents feeding the daemon at once than one machine runs, each on its own
+ * connection, while one client alone can no longer hold an unbounded number of them.
  */
-export const MEMORY_DEFAULTS: MemoryBudget = Object.freeze({ maxSessionTokens: 5_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000 });
+export const MEMORY_DEFAULTS: Required<MemoryBudget> = Object.freeze({ maxSessionTokens: 5_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000, maxFedSessions: 64 });
 
 /** One in-memory session as the budget sees it. */
 export interface HeldSession {
@@ -305,6 +313,8 @@ export interface HeldSession {
   /** `SessionLifecycle.releasable`, and rebuildable from a transcript at all. */
   readonly releasable: boolean;
   readonly subscribed: boolean;
+  /** Fed over the socket (`session.sync`): rebuilt from the agent's next list, not from a transcript. */
+  readonly fed?: boolean;
 }
 
 /**
@@ -336,4 +346,28 @@ export function idleSessionsToRelease(held: readonly HeldSession[], budget: Memo
   if (budget.idleReleaseMs <= 0) return [];
   const after = (h: HeldSession): number => (h.subscribed ? Math.max(budget.idleReleaseMs, budget.releaseAfterMs) : budget.idleReleaseMs);
   return held.filter((h) => h.releasable && h.tokens > 0 && now - h.lastActivityAt >= after(h)).map((h) => h.sessionId);
+}
+
+/**
+ * Which fed sessions to release so that one more fits under `memory.maxFedSessions`: the least
+ * recently synced releasable ones, oldest first, that no connected client synced within
+ * `releaseAfterMs` (a fed session no client is connected to may go at once). Undefined when
+ * too few can go: the new one is refused (and none is released for it).
+ */
+export function fedSessionsToMakeRoom(held: readonly HeldSession[], budget: MemoryBudget, now: number): string[] | undefined {
+  const max = budget.maxFedSessions ?? MEMORY_DEFAULTS.maxFedSessions;
+  if (max <= 0) return [];
+  const fed = held.filter((h) => h.fed === true);
+  const excess = fed.length - max + 1;
+  if (excess <= 0) return [];
+  const order = fed.filter((h) => h.releasable && (!h.subscribed || now - h.lastActivityAt >= budget.releaseAfterMs)).sort((a, b) => a.lastActivityAt - b.lastActivityAt);
+  return order.length >= excess ? order.slice(0, excess).map((h) => h.sessionId) : undefined;
+}
+
+/**
+ * Fed sessions no client is connected to any more, not synced for `releaseAfterMs`: released
+ * whatever the budget (their agent, if it comes back, sends its whole list again).
+ */
+export function fedSessionsOfGoneClients(held: readonly HeldSession[], budget: MemoryBudget, now: number): string[] {
+  return held.filter((h) => h.fed === true && h.releasable && !h.subscribed && now - h.lastActivityAt >= budget.releaseAfterMs).map((h) => h.sessionId);
 }

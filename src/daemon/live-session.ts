@@ -36,9 +36,11 @@ export class LiveSession {
    * Set when an agent feeds this session's messages over the socket (`session.sync`) instead
    * of the daemon tailing a transcript: the ids of the last list fed, the model version they
    * produced, and the budget they were planned against (a longer list with the same prefix is
-   * appended; anything else rebuilds the model).
+   * appended; anything else rebuilds the model). Released from memory, the list is kept only as
+   * `releasedList`, its length and digest (`SessionManager.releaseFed`): the next list is
+   * rebuilt from, and when it begins with that list, what the agent declined is kept.
    */
-  fed: { ids: readonly string[]; version: number; budgetTokens: number | undefined } | undefined;
+  fed: { ids: readonly string[]; version: number; budgetTokens: number | undefined; releasedList?: { readonly count: number; readonly digest: string } } | undefined;
   /** Summaries of unchanged sections are reused across re-plans (dropped on release). */
   summaryCache = new SummaryCache();
   /** Sections whose edits the agent declined: left out of automatic plans for a while. */

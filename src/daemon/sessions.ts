@@ -20,7 +20,8 @@ import { holdsReads, ReadGate } from './read-gate.js';
 import { RebuildList, rebuildFits } from './rebuild-list.js';
 import { StepWaits } from './step-waits.js';
 import { checkSteps, keptStepSink, rebaseModel, ReplayLog, replayModel, resolveSteps, type ResolvedStep, type StepSink } from './replay-log.js';
-import { ADVISORY_PLAN_INTERVAL_MS, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
+import { ADVISORY_PLAN_INTERVAL_MS, fedSessionsOfGoneClients, fedSessionsToMakeRoom, idleSessionsToRelease, MEMORY_DEFAULTS, sessionsToRelease, zoneOf, type HeldSession, type MemoryBudget, type Zone } from './lifecycle.js';
+import { sha1Hex } from '../util/sha1.js';
 
 /** The tunables of the compaction loop (a slice of DaemonOptions). */
 export interface LoopOptions {
@@ -625,10 +626,15 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
   }
 
   /** What the manager holds and has yet to do (daemon.status `load`). */
-  backlog(): { queuedBytes: number; queuedSessions: number; sessionsInMemory: number; plansInFlight: number } {
+  backlog(): { queuedBytes: number; queuedSessions: number; sessionsInMemory: number; fedSessionsInMemory: number; plansInFlight: number } {
     let inMemory = 0;
-    for (const s of this.sessions.values()) if (s.source === 'transcript' && !s.released) inMemory++;
-    return { queuedBytes: this.queued.bytes, queuedSessions: this.queued.size, sessionsInMemory: inMemory, plansInFlight: this.inFlight.size };
+    let fed = 0;
+    for (const s of this.sessions.values()) {
+      if (s.source !== 'transcript' || s.released) continue;
+      inMemory++;
+      if (s.fed !== undefined) fed++;
+    }
+    return { queuedBytes: this.queued.bytes, queuedSessions: this.queued.size, sessionsInMemory: inMemory, fedSessionsInMemory: fed, plansInFlight: this.inFlight.size };
   }
 
   /** Tokens held by the in-memory models of tailed sessions (what the memory budget bounds). */
@@ -666,11 +672,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    */
   releaseIdle(): number {
     const budget = this.options.memory ?? MEMORY_DEFAULTS;
-    if (budget.idleReleaseMs <= 0 || this.closing) return 0;
+    if (this.closing) return 0;
     let released = 0;
     for (const id of idleSessionsToRelease(this.held(undefined), budget, this.now())) {
       const s = this.sessions.get(id);
       if (s && this.release(s, 'idle')) released++;
+    }
+    // Fed sessions whose clients are all gone go after `releaseAfterMs`, whatever idleReleaseMs says.
+    for (const id of fedSessionsOfGoneClients(this.held(undefined), budget, this.now())) {
+      const s = this.sessions.get(id);
+      if (s && this.release(s, 'client gone')) released++;
     }
     // The sweep is also when sessions waiting to be rebuilt look again at the budget.
     for (const d of this.rebuildDue.keys()) this.schedule(d);
@@ -698,18 +709,29 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
         tokens: s.model.tokens() + this.queuedTokens(s),
         lastActivityAt: s.lastActivityAt,
         // (during the first scan a session's queue may hold all of it: released then, status would show it empty)
-        releasable: s !== keep && refused?.has(s) !== true && s.fed === undefined && (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && s.replay.unreplayable === undefined && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s)),
+        releasable: s !== keep && refused?.has(s) !== true && (s.fed !== undefined ? this.fedReleasable(s) : (s.queuedOffset ?? s.tailOffset) !== undefined && s.life.releasable && s.replay.unreplayable === undefined && !this.planQueue.has(s) && s.restoring === undefined && (this.steady || !this.queued.has(s))),
         subscribed: this.subscribedTo(s),
+        fed: s.fed !== undefined,
       }));
+  }
+
+  /**
+   * Whether a fed session's model may be released as far as its plans go: none being made or due,
+   * and none pushed and awaiting an answer — unless no client is connected to give it (the plan
+   * expires; an ack arriving later is told so, and the agent's next list carries what it applied).
+   */
+  private fedReleasable(s: LiveSession): boolean {
+    return !s.life.planning && !this.planQueue.has(s) && (s.life.releasable || !this.subscribedTo(s));
   }
 
   /**
    * Drop a session's model, caches and the lines read for it but not applied yet; it keeps its
    * id, lifecycle and the offset read up to (the rebuild reads the dropped lines from the
    * transcript again, and the tailer reads on from where it was: nothing is lost). False when it
-   * must stay (`canReplay`).
+   * must stay (`canReplay`). A session fed over the socket is released by `releaseFed`.
    */
-  private release(s: LiveSession, why: 'memory budget' | 'idle'): boolean {
+  private release(s: LiveSession, why: 'memory budget' | 'idle' | 'client gone' | 'fed session limit'): boolean {
+    if (s.fed !== undefined) return this.releaseFed(s, why);
     if (!this.canReplay(s)) return false;
     // Nobody was handed them: a subscriber arriving later gets a fresh plan of the rebuilt model.
     this.expire(s.sessionId, s.life.releasing(), 'advisory plan: the session was released from memory');
@@ -781,6 +803,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * the offset it had (token counts come from the cache), then the appends that waited apply.
    */
   async restore(s: LiveSession): Promise<LiveSession> {
+    // Fed over the socket: no transcript to rebuild from, only the agent's next list.
+    this.assertFedInMemory(s);
     // Opened with kept steps: its rebuild starts once the lines read reach them.
     const wait = this.replayWaits.until(s);
     if (wait) await wait;
@@ -1004,9 +1028,14 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
    * model is unchanged since), what differs after it is truncated and the rest appended; any
    * other list (an edit applied, the agent's own compaction, a new budget) rebuilds the model. Creates the session when it is new; a tailed session of the
    * same id is taken over. Message indexes of later plans are indexes into this list.
+   *
+   * A session not in memory as a fed one (new, released, or tailed until now) takes a place under
+   * `memory.maxFedSessions`: the least recently synced idle fed session is released for it, and
+   * when none can go the list is refused (TOO_MANY_FED_SESSIONS) with nothing changed.
    */
   feed(sessionId: string, messages: readonly Message[], budgetTokens: number | undefined): { session: LiveSession; rebuilt: boolean } {
     let s = this.sessions.get(sessionId);
+    if (s?.fed === undefined || s.released) this.makeRoomForFed(sessionId);
     if (!s) {
       s = new LiveSession(sessionId, `socket:${sessionId}`, 'openai-chat', this.newModel(sessionId, budgetTokens), this.now());
       this.sessions.set(sessionId, s);
@@ -1029,6 +1058,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       fresh = messages.slice(common);
     } else {
       if (f === undefined && s.file !== `socket:${sessionId}`) this.log.info({ sessionId, file: s.file }, 'session now fed over the socket; its transcript is no longer read into the model');
+      const wasReleased = f !== undefined ? s.released : undefined;
       // Released from memory as a tailed session: no rebuild from its transcript may replace what is fed now.
       s.released = undefined;
       this.stopWaitingForSteps(s);
@@ -1039,6 +1069,18 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       s.model = this.newModel(sessionId, budgetTokens);
       s.history.clear();
       this.expire(sessionId, s.life.rebuilt(), 'the agent sent a different context');
+      // Released as a fed session, and this list begins with the one it was released with: that
+      // part is rebuilt first, and when it comes back to the same figures, the edits the agent
+      // declined stay held (a release must not make the daemon propose them again).
+      const kept = f?.releasedList;
+      if (kept && wasReleased?.headroom && f?.budgetTokens === budgetTokens && kept.count > 0 && kept.count <= ids.length && listDigest(ids.slice(0, kept.count)) === kept.digest) {
+        const prefix = messages.slice(0, kept.count).map((message): TranscriptEvent => ({ type: 'message', message }));
+        s.model.applyAll(prefix);
+        s.history.push(prefix);
+        const h = s.model.headroom();
+        if (h.countedTokens === wasReleased.headroom.countedTokens && h.sections === wasReleased.headroom.sections) s.declined.carry(s.model);
+        fresh = messages.slice(kept.count);
+      }
     }
     for (const message of fresh) events.push({ type: 'message', message });
     s.model.applyAll(events);
@@ -1047,7 +1089,69 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.life.touched(this.now(), fresh.length > 0);
     this.idle.touch(sessionId, this.now());
     this.afterChange(s);
+    this.enforceBudget(s);
     return { session: s, rebuilt: !extends_ };
+  }
+
+  /**
+   * Make a place for one more fed session in memory (`feed`): release the least recently synced
+   * idle ones over `memory.maxFedSessions`, or throw TOO_MANY_FED_SESSIONS having released none.
+   */
+  private makeRoomForFed(sessionId: string): void {
+    const budget = this.options.memory ?? MEMORY_DEFAULTS;
+    const now = this.now();
+    const held = this.held(undefined);
+    const gone = fedSessionsToMakeRoom(held, budget, now);
+    if (!gone) {
+      const limit = budget.maxFedSessions ?? MEMORY_DEFAULTS.maxFedSessions;
+      const inMemory = held.filter((h) => h.fed === true).length;
+      this.log.warn({ sessionId, fedSessionsInMemory: inMemory, maxFedSessions: limit }, 'session.sync refused: memory.maxFedSessions fed sessions are in memory and none is idle');
+      throw new ContextdError(
+        ErrorCode.TOO_MANY_FED_SESSIONS,
+        `session "${sessionId}" not synced: ${inMemory} sessions fed over the socket are in memory (memory.maxFedSessions = ${limit}), each synced by a connected client within memory.releaseAfterMs (${budget.releaseAfterMs} ms) or busy with a plan; nothing was changed — retry later, or raise memory.maxFedSessions`,
+        { sessionId, limit, inMemory, releaseAfterMs: budget.releaseAfterMs },
+      );
+    }
+    for (const id of gone) {
+      const s = this.sessions.get(id);
+      if (s) this.release(s, 'fed session limit');
+    }
+  }
+
+  /**
+   * Drop a fed session's model, history and caches (`release`). What only the daemon holds of it
+   * stays: its plans and applied edits in the plan log, its archived originals, what the agent
+   * declined (kept for a faithful rebuild: `feed`). Plans still open expire — pushed ones only
+   * when no client is connected to answer them (`held`). The agent's next `session.sync` sends
+   * its whole list and rebuilds the model from it (`rebuilt: true`).
+   */
+  private releaseFed(s: LiveSession, why: string): boolean {
+    const f = s.fed;
+    if (!f) return false;
+    this.expire(s.sessionId, s.life.releasing(), 'the session was released from memory (fed over the socket: its next session.sync rebuilds it)');
+    const headroom = s.model.headroom();
+    if (s.planTimer) clearTimeout(s.planTimer);
+    s.planTimer = undefined;
+    // Only a model that is the last list fed (no ack since, no budget change) can be rebuilt to the same sections.
+    const faithful = f.version === s.model.version && f.ids.length > 0;
+    s.fed = { ids: [], version: -1, budgetTokens: f.budgetTokens, ...(faithful ? { releasedList: { count: f.ids.length, digest: listDigest(f.ids) } } : {}) };
+    s.released = { offset: 0, headroom, modelOffset: 0 };
+    s.model = this.newModel(s.sessionId, f.budgetTokens);
+    s.summaryCache = new SummaryCache();
+    s.history.clear();
+    s.declined.detach();
+    this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, messages: f.ids.length, why }, `session fed over the socket released from memory (${why}); rebuilt by its next session.sync`);
+    this.wakeReaders(s);
+    this.deps.memoryFreed?.();
+    // Memory was freed: sessions waiting to be rebuilt may fit now.
+    for (const d of this.rebuildDue.keys()) this.schedule(d);
+    return true;
+  }
+
+  /** Throws FED_SESSION_RELEASED when `s` is a fed session released from memory: only its agent's next list rebuilds it. */
+  assertFedInMemory(s: LiveSession): void {
+    if (s.fed === undefined || !s.released) return;
+    throw new ContextdError(ErrorCode.FED_SESSION_RELEASED, `session "${s.sessionId}" was released from memory: it is fed over the socket, so send its messages with session.sync to rebuild it, then ask again`, { sessionId: s.sessionId, released: true });
   }
 
   /**
@@ -1728,6 +1832,11 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
     }
   }
+}
+
+/** A digest of a fed list's message ids (content hashes), to know a later list begins with it. */
+function listDigest(ids: readonly string[]): string {
+  return sha1Hex(ids.join('\n'));
 }
 
 /** What stands in the plan log for a text the redaction filter returned nothing for. */

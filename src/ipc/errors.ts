@@ -34,6 +34,12 @@ export const RpcErrorCode = {
   TOO_MANY_CLIENTS: -32008,
   /** The connection was idle, or left a line unfinished, for too long; it is closed after the error. */
   CONNECTION_TIMEOUT: -32009,
+  /**
+   * `session.sync` of a session not in memory while `memory.maxFedSessions` sessions fed over the
+   * socket are, each synced lately by a connected client (or busy with a plan): nothing changed,
+   * retry later. `data.limit` is the bound.
+   */
+  TOO_MANY_SESSIONS: -32010,
 } as const;
 export type RpcErrorCode = (typeof RpcErrorCode)[keyof typeof RpcErrorCode];
 
@@ -126,6 +132,9 @@ export const CONTEXTD_TO_RPC: Readonly<Partial<Record<ErrorCode, RpcErrorCode>>>
   // The transcript was replaced before its harvest read it back: the tailer resets the session.
   [ErrorCode.FILE_REPLACED]: RpcErrorCode.UNAVAILABLE,
   [ErrorCode.BUDGET_UNREACHABLE]: RpcErrorCode.BUDGET_UNREACHABLE,
+  [ErrorCode.TOO_MANY_FED_SESSIONS]: RpcErrorCode.TOO_MANY_SESSIONS,
+  // Released from memory: the agent's next session.sync rebuilds it, then the request can be made again.
+  [ErrorCode.FED_SESSION_RELEASED]: RpcErrorCode.UNAVAILABLE,
   // A transcriptPath the daemon cannot follow is a bad parameter of the request.
   [ErrorCode.TAIL_FILE_GONE]: RpcErrorCode.INVALID_PARAMS,
   [ErrorCode.FORMAT_UNKNOWN]: RpcErrorCode.INVALID_PARAMS,

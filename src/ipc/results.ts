@@ -182,6 +182,10 @@ export const SessionStatusSchema = z.looseObject({
   source: z.string().optional(),
   /** The same agent session seen the other way (see HeadroomResultSchema.linkedSession). */
   linkedSession: z.string().nullable().optional(),
+  /** False while the session's model is released from memory. */
+  inMemory: z.boolean().optional(),
+  /** Fed over the socket (session.sync). */
+  fed: z.boolean().optional(),
 });
 /** `daemon.status` result: sessions with headroom, version, uptime (the daemon may add more). */
 export const StatusResultSchema = z.looseObject({
@@ -198,6 +202,8 @@ export const StatusResultSchema = z.looseObject({
       queuedBytes: z.number(),
       queuedSessions: z.number(),
       sessionsInMemory: z.number(),
+      /** Sessions fed over the socket in memory (absent from older daemons). */
+      fedSessionsInMemory: z.number().optional(),
       plansInFlight: z.number(),
       eventLoopDelayMs: z.looseObject({ p50: z.number(), p99: z.number(), max: z.number() }),
     })

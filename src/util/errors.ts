@@ -25,6 +25,10 @@ export const ErrorCode = {
   /** A file read back to an offset is no longer the file that was read (replaced under its name). */
   FILE_REPLACED: 'FILE_REPLACED',
   PLAN_EXPIRED: 'PLAN_EXPIRED',
+  /** A session fed over the socket (session.sync) would go over `memory.maxFedSessions`, and none can be released for it. */
+  TOO_MANY_FED_SESSIONS: 'TOO_MANY_FED_SESSIONS',
+  /** A session fed over the socket was released from memory: its agent's next session.sync rebuilds it. */
+  FED_SESSION_RELEASED: 'FED_SESSION_RELEASED',
   BUDGET_UNREACHABLE: 'BUDGET_UNREACHABLE',
   SUMMARIZER_FAILED: 'SUMMARIZER_FAILED',
   LIFECYCLE: 'LIFECYCLE',

@@ -56,9 +56,10 @@ describe('daemon options', () => {
   });
 
   it('memory budget: defaults, 0 for no bound, bad values named', () => {
-    expect(resolveDaemonOptions({}, {}, env).memory).toEqual({ maxSessionTokens: 5_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000 });
-    expect(resolveDaemonOptions({ memory: { maxSessionTokens: 0, idleReleaseMs: 0 } }, {}, env).memory).toEqual({ maxSessionTokens: 0, releaseAfterMs: 60_000, idleReleaseMs: 0 });
+    expect(resolveDaemonOptions({}, {}, env).memory).toEqual({ maxSessionTokens: 5_000_000, releaseAfterMs: 60_000, idleReleaseMs: 300_000, maxFedSessions: 64 });
+    expect(resolveDaemonOptions({ memory: { maxSessionTokens: 0, idleReleaseMs: 0, maxFedSessions: 0 } }, {}, env).memory).toEqual({ maxSessionTokens: 0, releaseAfterMs: 60_000, idleReleaseMs: 0, maxFedSessions: 0 });
     expect(codeOf(() => resolveDaemonOptions({ memory: { maxSessionTokens: -1 } }, {}, env)).message).toContain('"memory.maxSessionTokens"');
+    expect(codeOf(() => resolveDaemonOptions({ memory: { maxFedSessions: 1.5 } }, {}, env)).message).toContain('"memory.maxFedSessions"');
     expect(codeOf(() => loadConfigFile(writeConfig({ memory: { releaseAfter: 5 } }))).code).toBe(ErrorCode.CONFIG_INVALID);
   });
 

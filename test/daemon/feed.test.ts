@@ -8,6 +8,8 @@ import { Archive, HeadroomLog, PlanLog, openDb, type Db } from '../../src/store/
 import { createTokenCounter } from '../../src/model/tokens.js';
 import { createSummarizer } from '../../src/compact/index.js';
 import { normalizeOpenAIMessages } from '../../src/ingest/index.js';
+import type { MemoryBudget } from '../../src/daemon/lifecycle.js';
+import { runtimeCollector } from '../../src/util/gc.js';
 
 const dirs: string[] = [];
 const dbs: Db[] = [];
@@ -16,15 +18,15 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function manager(): SessionManager {
+function manager(memory?: MemoryBudget): SessionManager {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-feed-'));
   dirs.push(dir);
   const db = openDb(join(dir, 'contextd.db'));
   dbs.push(db);
   const logger = pino({ level: 'silent' });
   return new SessionManager(
-    { budgetTokens: 50_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0 },
-    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db) },
+    { budgetTokens: 50_000, reserveRatio: 0.15, softWatermark: 0.6, hysteresis: 0.1, minPlanIntervalMs: 0, ...(memory ? { memory } : {}) },
+    { logger, tokenCounter: createTokenCounter(), summarizer: createSummarizer({ kind: 'extractive' }, { logger }), headroomLog: new HeadroomLog(db), archive: new Archive(db), plans: new PlanLog(db), hasSubscribers: () => false },
   );
 }
 
@@ -98,6 +100,46 @@ describe('session.sync: a session fed with the list the agent sends', () => {
     }
     m.acknowledge(plan.planId, true, undefined, undefined);
     expect(session.model.headroom().tokens).toBeLessThan(12_000 * 0.85);
+    await m.drain();
+  });
+
+  it('a fed session released for another keeps the edits its agent declined when the next list begins with the one it was released with', async () => {
+    // Room for one fed session; the window large enough that nothing is planned on its own.
+    const m = manager({ maxSessionTokens: 0, releaseAfterMs: 60_000, idleReleaseMs: 0, maxFedSessions: 1 });
+    const list = [
+      { role: 'system', content: 'be brief' },
+      ...Array.from({ length: 8 }, (_, i) => [
+        { role: 'assistant', content: '', tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'cat', arguments: `{"f":"log${i}"}` } }] },
+        { role: 'tool', tool_call_id: `c${i}`, content: `log ${i} `.repeat(300) },
+      ]).flat(),
+      { role: 'user', content: 'what failed?' },
+    ];
+    const { session: a } = m.feed('a', normalizeOpenAIMessages(list), 200_000);
+    const plan = await m.compactNow('a', 0.999, false);
+    expect(plan.edits.length).toBeGreaterThan(0);
+    m.acknowledge(plan.planId, false, undefined, 'the agent keeps its logs');
+    const state = { zone: 'ok' as const, headroom: a.model.headroom().headroom };
+    const declined = a.declined.held(a.model, state, 0.15, Date.now())?.sectionIds;
+    expect(declined?.size).toBeGreaterThan(0);
+
+    // Another session takes the one place: a is released (no client subscribed to it), and its
+    // model is garbage once released (the declined edits' record no longer holds it).
+    const released = new WeakRef(a.model);
+    m.feed('b', normalizeOpenAIMessages([{ role: 'user', content: 'another agent' }]), 200_000);
+    expect(a.released).toBeDefined();
+    expect(a.history.snapshot('a').messages).toHaveLength(0);
+    const collect = runtimeCollector();
+    expect(collect).toBeDefined();
+    await new Promise((r) => setImmediate(r));
+    collect?.();
+    expect(released.deref()).toBeUndefined();
+
+    // a's agent sends its list again, one message longer: rebuilt, the declined edits still held.
+    const again = m.feed('a', normalizeOpenAIMessages([...list, { role: 'assistant', content: 'log 3 failed' }]), 200_000);
+    expect(again.rebuilt).toBe(true);
+    expect(a.released).toBeUndefined();
+    expect(a.model.messages()).toHaveLength(list.length + 1);
+    expect(a.declined.held(a.model, state, 0.15, Date.now())?.sectionIds).toEqual(declined);
     await m.drain();
   });
 });
