@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SessionLifecycle, idleSessionsToRelease, sessionsToRelease, zoneOf, type HeldSession, type ThrottleOptions } from '../../src/daemon/lifecycle.js';
+import { SessionLifecycle, fedSessionsOfGoneClients, fedSessionsToMakeRoom, idleSessionsToRelease, sessionsToRelease, zoneOf, type HeldSession, type ThrottleOptions } from '../../src/daemon/lifecycle.js';
 import type { Plan } from '../../src/compact/index.js';
 
 // Pure: no sockets, no timers, no SQLite — the clock and facts are passed in.
@@ -134,6 +134,24 @@ describe('memory budget decisions', () => {
     expect(idleSessionsToRelease(s, { ...idle, releaseAfterMs: 400_000 }, 300_000)).toEqual(['idle']);
     expect(idleSessionsToRelease(s, idle, 550_000)).toEqual(['idle', 'busy', 'followed']);
     expect(idleSessionsToRelease(s, budget, 10_000_000)).toEqual([]);
+  });
+
+  it('fed sessions: room for one more under maxFedSessions from the least recently synced idle ones, or none released when too few can go', () => {
+    const fed = { ...budget, maxFedSessions: 3 };
+    const s = [held('connected-old', 10, 0, { fed: true, subscribed: true }), held('gone', 10, 50_000, { fed: true }), held('connected-new', 10, 55_000, { fed: true, subscribed: true }), held('tailed', 10, 0)];
+    // three fed sessions in memory: one must go; the client-less one goes before a connected one not idle yet
+    expect(fedSessionsToMakeRoom(s, fed, 59_999)).toEqual(['gone']);
+    // a connected one idle past releaseAfterMs is older still
+    expect(fedSessionsToMakeRoom(s, fed, 60_000)).toEqual(['connected-old']);
+    expect(fedSessionsToMakeRoom(s, { ...fed, maxFedSessions: 4 }, 0)).toEqual([]);
+    expect(fedSessionsToMakeRoom(s, { ...fed, maxFedSessions: 0 }, 0)).toEqual([]);
+    // the bound lowered to 1: three must go, two can: refused, none released for it
+    expect(fedSessionsToMakeRoom(s, { ...fed, maxFedSessions: 1 }, 59_999)).toBeUndefined();
+    // a plan in a connected client's hands keeps its session
+    expect(fedSessionsToMakeRoom(s.map((h) => ({ ...h, releasable: h.sessionId !== 'gone' })), fed, 59_999)).toBeUndefined();
+    // client gone: after releaseAfterMs without a sync, whatever the bound
+    expect(fedSessionsOfGoneClients(s, fed, 109_999)).toEqual([]);
+    expect(fedSessionsOfGoneClients(s, fed, 110_000)).toEqual(['gone']);
   });
 
   it('a session is releasable only with no plan under way or pushed and unanswered (an applied edit is replayed on rebuild)', () => {
