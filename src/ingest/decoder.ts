@@ -14,6 +14,7 @@ import { ContextdError, ErrorCode, fileError } from '../util/errors.js';
 import type { LineCounts, TranscriptAdapter, TranscriptFormat } from './types.js';
 import type { TranscriptEvent } from '../model/messages.js';
 import { createAdapter, detectFormat } from './detect.js';
+import { utf8BomLength } from './bom.js';
 
 
 export const DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024;
@@ -95,7 +96,7 @@ export class TranscriptDecoder {
       try {
         // A file may start with a UTF-8 byte order mark, which JSON.parse refuses: its first line
         // (often the system prompt) is read without it.
-        value = JSON.parse(line.bytes.toString('utf8', line.offset === 0 && startsWithBom(line.bytes) ? UTF8_BOM.length : 0));
+        value = JSON.parse(line.bytes.toString('utf8', line.offset === 0 ? utf8BomLength(line.bytes) : 0));
       } catch {
         value = undefined;
       }
@@ -299,11 +300,4 @@ async function holdsAt(fh: FileHandle, bytes: Buffer, position: number): Promise
  */
 export function readTranscriptPrefix(path: string, format: TranscriptFormat, endOffset: number, maxLineBytes: number | undefined, expect?: ReadIdentity, splitAt?: readonly number[]): Promise<TranscriptFile> {
   return readTranscriptFile(path, { format, endOffset, maxLineBytes, expect, ...(splitAt ? { splitAt } : {}) });
-}
-
-/** The UTF-8 byte order mark (U+FEFF). */
-const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
-
-function startsWithBom(bytes: Buffer): boolean {
-  return bytes.length >= UTF8_BOM.length && bytes[0] === UTF8_BOM[0] && bytes[1] === UTF8_BOM[1] && bytes[2] === UTF8_BOM[2];
 }

@@ -35,3 +35,4 @@ export {
   type ResolvedTailerOptions,
 } from './tailer.js';
 export { resolveTailerOptions } from './tailer-options.js';
+export { utf8BomLength, decodeUtf8File } from './bom.js';

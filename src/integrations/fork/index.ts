@@ -5,6 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ContextdError, ErrorCode } from '../../util/errors.js';
+import { decodeUtf8File } from '../../ingest/bom.js';
 import type { ArchiveEntry } from '../../compact/archive-entries.js';
 import { claudeForkLines, newClaudeSessionId } from './claude.js';
 import { codexForkLines, codexRolloutName, newCodexSessionId } from './codex.js';
@@ -20,7 +21,8 @@ export interface ForkResult {
 
 function parsedLines(file: string): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
+  // A rollout written with a byte order mark keeps its first line (the session meta) too.
+  for (const line of decodeUtf8File(readFileSync(file)).split('\n')) {
     if (!line.trim()) continue;
     try {
       const v: unknown = JSON.parse(line);
