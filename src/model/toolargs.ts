@@ -6,6 +6,7 @@
  */
 import { fnv1a64 } from '../text/index.js';
 import type { ToolCall } from './messages.js';
+import { shellCommands, shellQuote } from './shell.js';
 
 export interface ToolAction {
   /** The shell command, when the call ran one. */
@@ -62,7 +63,9 @@ function str(v: unknown): string | undefined {
     const parts = v as string[];
     // codex: ["bash","-lc","cat foo"] → the script
     if (parts.length >= 3 && /^(ba|z)?sh$/.test(parts[0] ?? '') && /^-l?c$/.test(parts[1] ?? '')) return parts.slice(2).join(' ');
-    return parts.join(' ');
+    // an argv run without a shell: quoted where needed, so `["python3", "-c", "assert n >= 0"]`
+    // reads back as one argument, not as a redirect to `=`
+    return parts.map(shellQuote).join(' ');
   }
   return undefined;
 }
@@ -121,30 +124,34 @@ function computeToolAction(call: ToolCall): ToolAction {
 }
 
 const SHELL_READ = /^(cat|head|tail|less|more|nl|bat|batcat|view|open)$/;
+/** Words that may stand before a command's name: reserved words and `NAME=value` assignments. */
+const COMMAND_PREFIX = /^(?:!|\{|then|do|else|elif|if|while|until|time|[A-Za-z_]\w*=.*)$/s;
 
-/** Paths read/written by a shell command line (best effort, per pipeline segment). */
+/**
+ * Paths read/written by a shell command line (best effort, per simple command), read with the
+ * shell's quoting (`shellCommands`): a `>` inside quotes, arithmetic or `[[ ]]` is no redirect,
+ * `2>&1` names no file, and a here-document's body is no command.
+ */
 function shellPaths(command: string, reads: string[], writes: string[]): void {
-  const script = command.replace(/^\s*(?:cd\s+\S+\s*&&\s*)+/, '');
-  for (const seg of script.split(/&&|\|\||;|\|/)) {
-    const words = seg.trim().split(/\s+/).filter((w) => w.length > 0);
-    const cmd = words[0] ?? '';
-    const args = words.slice(1).map(unquote);
-    const redirect = /(?:^|\s)>>?\s*([^\s&|;]+)/.exec(seg);
-    if (redirect?.[1] && !redirect[1].startsWith('/dev/') && !/^&?\d$/.test(redirect[1])) writes.push(unquote(redirect[1]));
+  for (const c of shellCommands(command)) {
+    let start = 0;
+    while (start < c.words.length && COMMAND_PREFIX.test(c.words[start] ?? '')) start++;
+    const cmd = c.words[start] ?? '';
+    const args = c.words.slice(start + 1);
+    for (const r of c.redirects) {
+      if ((r.kind === 'write' || r.kind === 'append') && !r.target.startsWith('/dev/')) writes.push(r.target);
+      else if (r.kind === 'read' && SHELL_READ.test(cmd)) reads.push(r.target);
+    }
     if (cmd === 'sed') {
       const inPlace = args.some((a) => /^-i/.test(a) || a === '--in-place');
-      const files = args.filter((a, i) => !a.startsWith('-') && i > 0 && !/^['"]?s\//.test(a) && /[./]/.test(a) && !/^\d+,?\d*p$/.test(a));
+      const files = args.filter((a, i) => !a.startsWith('-') && i > 0 && !/^s\//.test(a) && /[./]/.test(a) && !/^\d+,?\d*p$/.test(a));
       for (const f of files) (inPlace ? writes : reads).push(f);
     } else if (SHELL_READ.test(cmd)) {
-      for (const a of args) if (!a.startsWith('-') && !/^\d+$/.test(a) && !a.startsWith('>')) reads.push(a);
+      for (const a of args) if (!a.startsWith('-') && !/^\d+$/.test(a)) reads.push(a);
     } else if (cmd === 'tee' || cmd === 'touch') {
       for (const a of args) if (!a.startsWith('-')) writes.push(a);
     }
   }
-}
-
-function unquote(s: string): string {
-  return s.replace(/^['"]|['"]$/g, '');
 }
 
 /**
