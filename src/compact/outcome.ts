@@ -107,7 +107,9 @@ export function editGists(call: ToolCall): FileEditGist[] {
   const args = parseArgs(call.arguments);
   const patchText = [args['patch'], args['input'], a.command, call.arguments].find((p): p is string => typeof p === 'string' && /^\*\*\* (?:Update|Add|Delete) File:|^\+\+\+ /m.test(p));
   if (patchText) return patchGists(patchText);
-  if (!isWriteTool(call.name) && a.writes.length === 0) return [];
+  // A command that writes a file on the side (`npm test > out.log`, `sed -i`) made no edit whose
+  // lines are known: it is told by its command and the path it wrote, never as `(+0 −0)`.
+  if (!isWriteTool(call.name) && (a.writes.length === 0 || runCommand(call) !== undefined)) return [];
   const path = a.writes[0];
   if (path === undefined) return [];
   if (typeof args['old_string'] === 'string' && typeof args['new_string'] === 'string') return [replaceGist(path, args['old_string'], args['new_string'])];

@@ -66,6 +66,16 @@ describe('a failed or rejected edit', () => {
     expect(text).toContain('`npm test > test-output.log 2>&1` failed');
   });
 
+  it('a successful command that writes a file on the side keeps its command and verdict, and names the file without line counts', () => {
+    const text = summarize([
+      call('Bash', { command: 'npm test > test.log 2>&1; tail -3 test.log' }, 'w3'),
+      result('w3', 'Bash', ' Test Files  4 passed (4)\n      Tests  31 passed (31)\n   Duration  1.2s'),
+    ]);
+    expect(text).toContain('`npm test > test.log 2>&1; tail -3 test.log` → Tests 31 passed (31)');
+    expect(text).toMatch(/edited test\.log(?:;|$)/m);
+    expect(text).not.toMatch(/\(\+0 −0\)/);
+  });
+
   it('a failed patch carried by a shell command is still an edit of its file', () => {
     const patch = ['apply_patch <<\'EOF\'', '*** Begin Patch', '*** Update File: web/src/Cart.tsx', '@@', '-const total = 0;', '+const total = sum(items);', '*** End Patch', 'EOF'].join('\n');
     const text = summarize([call('shell', { command: ['bash', '-lc', patch] }, 'w2'), result('w2', 'shell', 'error: Failed to find expected lines ["const total = 0;"]', { exitCode: 1 })]);
