@@ -35,15 +35,21 @@ export interface ShellCommand {
 
 /** Every simple command of a command line, those inside substitutions included. */
 export function shellCommands(script: string): ShellCommand[] {
-  const s = new Scanner(script);
-  s.list(false);
-  return s.commands;
+  const commands: ShellCommand[] = [];
+  new Scanner(script, 0, commands, []).list(false);
+  return commands;
 }
 
 /** A word as the shell would read it back: as is when it is plain, else single-quoted. */
 export function shellQuote(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
+
+/**
+ * Substitutions nested deeper than this are skipped, not read: a transcript is untrusted text,
+ * and `$($($(…` thousands deep must not overflow the stack.
+ */
+const MAX_NESTING = 32;
 
 /** Characters that end an unquoted word. */
 const METACHARS = new Set([' ', '\t', '\n', ';', '&', '|', '<', '>', '(', ')']);
@@ -76,10 +82,26 @@ interface PendingHeredoc {
 
 class Scanner {
   i = 0;
-  readonly commands: ShellCommand[] = [];
-  private readonly heredocs: PendingHeredoc[] = [];
+  constructor(
+    private readonly s: string,
+    private readonly depth: number,
+    /** Where every command read is put, those of substitutions included. */
+    private readonly commands: ShellCommand[],
+    /** Here-documents started on the current line, their bodies still to skip. */
+    private readonly heredocs: PendingHeredoc[],
+  ) {}
 
-  constructor(private readonly s: string) {}
+  /** Read the commands of a substitution whose `(` ends before `this.i`, through its `)`. */
+  private nested(): void {
+    if (this.depth >= MAX_NESTING) {
+      this.i = this.skipParens(this.i, 1);
+      return;
+    }
+    const inner = new Scanner(this.s, this.depth + 1, this.commands, this.heredocs);
+    inner.i = this.i;
+    inner.list(true);
+    this.i = inner.i;
+  }
 
   /**
    * Read commands up to the end, or (`nested`) up to the `)` that closes a substitution (then
@@ -90,10 +112,13 @@ class Scanner {
     let words: string[] = [];
     let redirects: ShellRedirect[] = [];
     let depth = 0;
+    // inside `[[ … ]]`, where `<` and `>` compare strings
+    let test = false;
     const end = (): void => {
       if (words.length > 0 || redirects.length > 0) this.commands.push({ words, redirects });
       words = [];
       redirects = [];
+      test = false;
     };
     while (this.i < s.length) {
       const c = s[this.i] ?? '';
@@ -128,20 +153,24 @@ class Scanner {
       } else if (c === ';' || c === '&' || c === '|') {
         this.i++;
         end();
-      } else if ((c === '<' || c === '>') && words[0] === '[[' && !words.includes(']]')) {
+      } else if ((c === '<' || c === '>') && test) {
         // `[[ $a > $b ]]` compares strings
         this.i++;
         words.push(c);
       } else if ((c === '<' || c === '>') && next === '(') {
         // a process substitution: a command of its own, and an argument that is no file
         this.i += 2;
-        this.list(true);
+        this.nested();
       } else if (c === '<' || c === '>') {
         this.redirect(redirects);
       } else {
         const w = this.word();
         if (!w.quoted && FD_PREFIX.test(w.text) && (s[this.i] === '<' || s[this.i] === '>') && s[this.i + 1] !== '(') this.redirect(redirects);
-        else words.push(w.text);
+        else {
+          if (words.length === 0 && w.text === '[[' && !w.quoted) test = true;
+          else if (w.text === ']]' && !w.quoted) test = false;
+          words.push(w.text);
+        }
       }
     }
     end();
@@ -167,7 +196,7 @@ class Scanner {
     if ((c === '<' || c === '>') && s[this.i + 1] === '(') {
       // `> >(tee log)`: the target is a process, not a file
       this.i += 2;
-      this.list(true);
+      this.nested();
       return undefined;
     }
     if (c === undefined || METACHARS.has(c)) return undefined;
@@ -251,7 +280,7 @@ class Scanner {
       this.i = this.skipParens(start + 3, 2);
     } else if (s.startsWith('$(', start)) {
       this.i += 2;
-      this.list(true);
+      this.nested();
     } else if (s.startsWith('${', start)) {
       const close = s.indexOf('}', start + 2);
       this.i = close < 0 ? s.length : close + 1;
@@ -264,7 +293,7 @@ class Scanner {
         j++;
       }
       this.i = j + 1;
-      this.commands.push(...shellCommands(inner));
+      if (this.depth < MAX_NESTING) new Scanner(inner, this.depth + 1, this.commands, []).list(false);
     } else {
       this.i++;
     }

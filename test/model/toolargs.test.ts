@@ -52,6 +52,7 @@ const WRITES: readonly (readonly [string, readonly string[]])[] = [
   ['echo $(( a > b ))', []],
   ['for ((i = 9; i > 0; i--)); do echo $i; done', []],
   ['[[ $a > $b ]] && echo later', []],
+  ['[[ $a > $b ]] > cmp.log; echo x > after.txt', ['cmp.log', 'after.txt']],
   ['echo hi # > not-written.txt', []],
 ];
 
@@ -104,6 +105,16 @@ describe('shellCommands', () => {
       { kind: 'herestring', target: 's' },
       { kind: 'write', target: 'both' },
     ]);
+  });
+
+  it('reads hostile nesting without overflowing the stack, and skips what is nested too deep', () => {
+    const deep = '$('.repeat(20_000) + 'cat a > b';
+    expect(() => shellCommands(deep)).not.toThrow();
+    expect(() => shellCommands('echo ' + '`echo \\`'.repeat(5_000))).not.toThrow();
+    expect(() => shellCommands('echo <(' + '>('.repeat(20_000))).not.toThrow();
+    expect(shellCommands(`echo "$(${'a; '.repeat(200_000)}cat x > y)"`).flatMap((c) => c.redirects)).toEqual([{ kind: 'write', target: 'y' }]);
+    // within the bound, a nested redirect is still read
+    expect(shellCommands('echo $(echo $(echo hi > inner.txt))').flatMap((c) => c.redirects)).toEqual([{ kind: 'write', target: 'inner.txt' }]);
   });
 
   it('reads any text to the end: an unterminated quote or substitution runs to it', () => {
