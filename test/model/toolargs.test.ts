@@ -2,9 +2,10 @@
  * The paths a shell command reads and writes, read with the shell's quoting: a `>` inside
  * quoted code is text, not a redirect to a file named `=` or `b)`.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { toolAction } from '../../src/model/toolargs.js';
-import { shellCommands } from '../../src/model/shell.js';
+import { shellCommands, shellQuote } from '../../src/model/shell.js';
 
 const bash = (command: string) => toolAction({ id: 'c', name: 'Bash', arguments: JSON.stringify({ command }) });
 
@@ -105,6 +106,20 @@ describe('shellCommands', () => {
       { kind: 'herestring', target: 's' },
       { kind: 'write', target: 'both' },
     ]);
+  });
+
+  const shellish = fc.string({ unit: fc.constantFrom(...'ab >&<|;()$`\'"\\#\n{}[]=-0129'.split('')), maxLength: 60 });
+
+  it('reads any text without throwing; single-quoted text is one word and never a redirect', () => {
+    fc.assert(
+      fc.property(shellish, (text) => {
+        shellCommands(text);
+        const quoted = text.replace(/'/g, '');
+        expect(shellCommands(`echo '${quoted}'`)).toEqual([{ words: ['echo', quoted], redirects: [] }]);
+        expect(shellCommands(`echo ${shellQuote(text)}`)).toEqual([{ words: ['echo', text], redirects: [] }]);
+      }),
+      { seed: 20261127, numRuns: 2000 },
+    );
   });
 
   it('reads hostile nesting without overflowing the stack, and skips what is nested too deep', () => {
