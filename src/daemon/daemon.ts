@@ -16,7 +16,7 @@ import { stateDbPath } from '../store/paths.js';
 import { startCheckpointer, type Checkpointer } from '../store/checkpointer.js';
 import { SessionManager } from './sessions.js';
 import { yieldToEventLoop } from './loop-budget.js';
-import { redactMessages } from '../harvest/index.js';
+import { redactMessages, type LoadedSession } from '../harvest/index.js';
 import type { LiveSession } from './live-session.js';
 import { buildHandlers } from './handlers.js';
 import type { DaemonApi, DaemonStatus, LoadStatus } from './api.js';
@@ -163,6 +163,13 @@ export class Daemon {
     this.sessions.on('plan', (s, plan) => {
       const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
       if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');
+    });
+    // A fed session released with nobody following it: harvested from the messages it held.
+    this.sessions.on('orphanReleased', (s, history) => {
+      this.trackHarvest(s, 'unknown', undefined, history).then(
+        (r) => this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'released with no client' }, 'fed session harvested at its release'),
+        (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'harvest of a released fed session failed'),
+      );
     });
     this.sessions.on('zone', (s, zone, previous) => {
       const h = s.model.headroom();
@@ -448,10 +455,10 @@ export class Daemon {
   }
 
   /** Run a harvest the shutdown waits for (the database never closes under one). */
-  private trackHarvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
+  private trackHarvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string, history?: LoadedSession): Promise<{ harvested: number }> {
     const warm = this.warm;
     if (!warm || this.db?.open !== true) return Promise.reject(new ContextdError(ErrorCode.LIFECYCLE, 'contextd is shutting down: the session was not harvested', { sessionId: s.sessionId }));
-    const work = warm.harvest(s, outcome, connectionId);
+    const work = warm.harvest(s, outcome, connectionId, history);
     this.harvests.add(work);
     void work.then(
       () => this.harvests.delete(work),

@@ -7,7 +7,7 @@ import type { TokenCountCache, TokenCounter } from '../model/tokens.js';
 import type { DerivedDataCache } from '../model/index.js';
 import { applyPlan, archiveEntries, originalsOf, planCompaction, planStanding, redactEntries, SummaryCache, type Plan, type PlanMode, type Summarizer } from '../compact/index.js';
 import { readTranscriptPrefix, type ReadIdentity } from '../ingest/index.js';
-import { IdleTracker } from '../harvest/index.js';
+import { IdleTracker, type LoadedSession } from '../harvest/index.js';
 import type { Archive, HeadroomLog, ModelSteps, PlanLog } from '../store/index.js';
 import { ContextdError, ErrorCode, describeError, isContextdError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
@@ -149,6 +149,12 @@ export interface SessionManagerEvents {
   plan: [session: LiveSession, plan: Plan];
   /** Headroom crossed a watermark. */
   zone: [session: LiveSession, zone: Zone, previous: Zone | undefined];
+  /**
+   * A session fed over the socket that no client follows any more was released from memory: its
+   * agent's messages as last synced, the only copy (no transcript to read them back from), for
+   * the daemon to harvest before they are gone.
+   */
+  orphanReleased: [session: LiveSession, history: LoadedSession];
 }
 
 /**
@@ -1134,6 +1140,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.planTimer = undefined;
     // Only a model that is the last list fed (no ack since, no budget change) can be rebuilt to the same sections.
     const faithful = f.version === s.model.version && f.ids.length > 0;
+    // Nobody follows it (its agent exited without session.end, say): what it sent is harvested
+    // now, as the idle harvest would have (it finds an empty history once it is released).
+    const orphaned = f.ids.length > 0 && !this.subscribedTo(s) ? s.history.snapshot(s.sessionId) : undefined;
     s.fed = { ids: [], version: -1, budgetTokens: f.budgetTokens, ...(faithful ? { releasedList: { count: f.ids.length, digest: listDigest(f.ids) } } : {}) };
     s.released = { offset: 0, headroom, modelOffset: 0 };
     s.model = this.newModel(s.sessionId, f.budgetTokens);
@@ -1145,6 +1154,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.deps.memoryFreed?.();
     // Memory was freed: sessions waiting to be rebuilt may fit now.
     for (const d of this.rebuildDue.keys()) this.schedule(d);
+    if (orphaned) this.emit('orphanReleased', s, orphaned);
     return true;
   }
 

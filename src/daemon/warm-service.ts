@@ -52,8 +52,12 @@ export class WarmService {
     this.snapshot?.close();
   }
 
-  async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string): Promise<{ harvested: number }> {
-    const { messages, meta } = await this.source(s);
+  /**
+   * Harvest `s` into the warm templates: from `history` when given (what a released session held),
+   * else from its transcript or the messages it holds (`source`).
+   */
+  async harvest(s: LiveSession, outcome: 'success' | 'failure' | 'unknown', connectionId?: string, history?: LoadedSession): Promise<{ harvested: number }> {
+    const { messages, meta } = history ?? (await this.source(s));
     this.log.debug({ sessionId: s.sessionId, messages: messages.length, outcome }, 'harvest started');
     const result = await harvestSession(
       { sessionId: s.sessionId, messages, meta: { repo: meta.repo, cwd: meta.cwd, model: meta.model }, outcome, source: s.file },

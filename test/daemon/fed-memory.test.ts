@@ -8,6 +8,7 @@ import { resolveDaemonOptions } from '../../src/daemon/config.js';
 import type { DaemonStatus } from '../../src/daemon/api.js';
 import { ContextdClient } from '../../src/ipc/client.js';
 import { RpcError, RpcErrorCode } from '../../src/ipc/errors.js';
+import Database from 'better-sqlite3';
 import { until } from './helpers.js';
 
 /**
@@ -29,7 +30,7 @@ afterEach(async () => {
 const RELEASE_AFTER_MS = 1_000;
 
 /** A daemon whose clock is `clock.t`, with room for `maxFedSessions` fed sessions (default: the default). */
-async function start(maxFedSessions?: number): Promise<{ clock: { t: number }; connect: () => Promise<ContextdClient> }> {
+async function start(maxFedSessions?: number): Promise<{ clock: { t: number }; connect: () => Promise<ContextdClient>; state: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-fedmem-'));
   dirs.push(dir);
   mkdirSync(join(dir, 'sessions'));
@@ -45,7 +46,7 @@ async function start(maxFedSessions?: number): Promise<{ clock: { t: number }; c
     await c.connect();
     return c;
   };
-  return { clock, connect };
+  return { clock, connect, state: join(dir, 'state') };
 }
 
 type Row = DaemonStatus['sessions'][number];
@@ -174,8 +175,8 @@ describe('sessions fed over the socket under the memory budget', () => {
     expect(later.load.fedSessionsInMemory).toBe(2);
   });
 
-  it('releases a fed session whose client vanished once it had no sync for memory.releaseAfterMs, and keeps one whose client is connected', async () => {
-    const { clock, connect } = await start();
+  it('releases a fed session whose client vanished once it had no sync for memory.releaseAfterMs, harvesting what it held first, and keeps one whose client is connected', async () => {
+    const { clock, connect, state } = await start();
     const gone = await connect();
     const stays = await connect();
     await gone.sync({ sessionId: 'gone', messages: list('gone', 2) });
@@ -188,5 +189,16 @@ describe('sessions fed over the socket under the memory budget', () => {
     });
     expect(s.rows.get('stays')?.inMemory).toBe(true);
     expect(s.load.fedSessionsInMemory).toBe(1);
+    // Its agent's messages were the only copy: harvested at the release, all of them (the idle
+    // harvest, half an hour on, would find an empty history).
+    const harvested = await until('the released session harvested', async () => {
+      const db = new Database(join(state, 'contextd.db'), { readonly: true, fileMustExist: true });
+      try {
+        return db.prepare(`SELECT message_count AS n FROM harvested_sessions WHERE session_id = 'gone'`).get() as { n: number } | undefined;
+      } finally {
+        db.close();
+      }
+    });
+    expect(harvested.n).toBe(list('gone', 2).length);
   });
 });
