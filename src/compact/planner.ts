@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../util/logger.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
-import type { Message } from '../model/messages.js';
+import type { Message, PointerBasis } from '../model/messages.js';
 import type { ReplacementSummary } from '../model/session.js';
 import { createTokenCounter, MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from '../model/tokens.js';
 import type { ScoreFactors, Section } from '../model/types.js';
@@ -19,7 +19,7 @@ import { isConversational } from './summarize/span.js';
 import { isStandingConstraint } from '../model/classify.js';
 import { ensureSurvival, keyFacts } from './survival.js';
 import { BoundedMemo, memoList, memoMessage } from './memo.js';
-import { POINTER_FIELDS } from './pointers.js';
+import { appliedPointers, breaksApplied, POINTER_FIELDS, pointerBasis, sectionsByKey, type AppliedPointer } from './pointers.js';
 import { fnv1a64, contentTerms } from '../text/index.js';
 import type { Candidate, CompactableModel, DetectorContext, Edit, EditableModel, Plan, PlanMode, Summarizer, SurvivalReport, Unit } from './types.js';
 
@@ -227,17 +227,24 @@ export function detectorContext(model: CompactableModel): DetectorContext {
 const summarizedOriginals = new WeakMap<Edit, ReadonlyMap<string, readonly Message[]>>();
 
 /**
- * The sections in view a pointer summary of the planner rests on ("a later identical call
- * returned the same output"), by edit: a side map, as `summarizedOriginals`.
+ * Why `edits` (applied together) would make a pointer summary false, or undefined when none:
+ * a section an edit's own summary rests on (`Edit.pointer`) left the context or is replaced
+ * with it, or one an applied summary rests on is replaced other than by a pointer carrying
+ * its claim on (`breaksApplied`).
  */
-const reliedOn = new WeakMap<Edit, readonly string[]>();
-
-/**
- * A section `edit`'s summary points at, that left the context or that `replaced` (the edits
- * applied with it) removes from view; undefined when its summary stays true.
- */
-function lostPointer(model: Pick<CompactableModel, 'section'>, edit: Edit, replaced: ReadonlySet<string>): string | undefined {
-  return reliedOn.get(edit)?.find((id) => replaced.has(id) || !model.section(id));
+function lostPointer(model: Pick<CompactableModel, 'sections' | 'messagesOf'>, edits: readonly Edit[]): { readonly why: string; readonly editId?: string; readonly sectionId?: string } | undefined {
+  if (edits.length === 0) return undefined;
+  const sections = model.sections();
+  const replaced = new Set(edits.flatMap((e) => e.replaces));
+  for (const e of edits) {
+    if (!e.pointer) continue;
+    const ids = sectionsByKey(sections, e.pointer.reliesOn);
+    if (!ids) return { why: 'a section a summary points at is no longer in view', editId: e.editId };
+    const gone = ids.find((id) => replaced.has(id));
+    if (gone !== undefined) return { why: `section ${gone}, which a summary points at, is replaced with it`, editId: e.editId, sectionId: gone };
+  }
+  const lost = breaksApplied(appliedPointers(sections, (id) => model.messagesOf(id)), edits);
+  return lost === undefined ? undefined : { why: `section ${lost}, which an applied summary points at, would leave the context`, sectionId: lost };
 }
 
 /**
@@ -257,10 +264,10 @@ export function originalsOf(edit: Edit): Pick<CompactableModel, 'messagesOf'> | 
  * rebased to where they stand now (the same plan when nothing moved). The one check of a
  * plan made while the context moved under it (truncated tail, reset, another edit applied).
  */
-export function planStanding(model: Pick<CompactableModel, 'section' | 'messagesOf'>, plan: Plan): Plan | undefined {
+export function planStanding(model: Pick<CompactableModel, 'section' | 'sections' | 'messagesOf'>, plan: Plan): Plan | undefined {
   let moved = false;
   const edits: Edit[] = [];
-  const replaced = new Set(plan.edits.flatMap((e) => e.replaces));
+  if (lostPointer(model, plan.edits) !== undefined) return undefined;
   for (const e of plan.edits) {
     const originals = summarizedOriginals.get(e);
     let start = Number.POSITIVE_INFINITY;
@@ -274,7 +281,6 @@ export function planStanding(model: Pick<CompactableModel, 'section' | 'messages
       start = Math.min(start, section.messageRange.start);
       end = Math.max(end, section.messageRange.end);
     }
-    if (lostPointer(model, e, replaced) !== undefined) return undefined;
     if (start === e.messageRange.start && end === e.messageRange.end) {
       edits.push(e);
       continue;
@@ -282,8 +288,6 @@ export function planStanding(model: Pick<CompactableModel, 'section' | 'messages
     moved = true;
     const rebased: Edit = { ...e, messageRange: { start, end } };
     if (originals) summarizedOriginals.set(rebased, originals);
-    const relies = reliedOn.get(e);
-    if (relies) reliedOn.set(rebased, relies);
     edits.push(rebased);
   }
   return moved ? { ...plan, edits } : plan;
@@ -346,6 +350,8 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   await pause();
   const declined = options.declined?.sectionIds;
   const all = buildUnits(ctx.sections, candidates, options.mode === 'soft');
+  // pointer summaries applied before: what they rest on stays in view (pointers.ts)
+  const applied = appliedPointers(ctx.sections, ctx.messagesOf);
   const units = declined && declined.size > 0 ? all.filter((u) => !declined.has(u.section.id)) : all;
   if (units.length === 0) return empty;
   await pause();
@@ -358,7 +364,7 @@ export async function planCompaction(model: CompactableModel, options: PlanOptio
   if (outer?.aborted) onAbort();
   else outer?.addEventListener('abort', onAbort, { once: true });
   try {
-    const plan = await planUnits(model, { ...options, pause, signal: calls.signal }, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log, abort: (why) => calls.abort(why) });
+    const plan = await planUnits(model, { ...options, pause, signal: calls.signal }, { empty, units, refs, sessionId, summarizer, counter, tokensBefore, target, total, goal: ctx.goal, log, abort: (why) => calls.abort(why), applied, messageIds: new Map(ctx.sections.map((x) => [x.id, x.messageIds] as const)) });
     if (model.epoch === epoch) return plan;
     // a summarizer's answer awaited last
     const standing = planStanding(model, plan);
@@ -385,6 +391,10 @@ interface PlanState {
   readonly log: Logger | undefined;
   /** Abort every summarizer call of the plan still running (one failed: the plan is given up). */
   readonly abort: (why: unknown) => void;
+  /** Pointer summaries applied before, with what they rest on (`appliedPointers`). */
+  readonly applied: readonly AppliedPointer[];
+  /** Message ids of the sections the plan read, by section id. */
+  readonly messageIds: ReadonlyMap<string, readonly string[]>;
 }
 
 /** Selection rounds, summaries and the survival check over the detected units. */
@@ -400,14 +410,14 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   let ratio = compactable > need ? Math.min(0.2 + 0.15 * chat, Math.max(0.03, ((compactable - need) / compactable) * (0.5 + 0.4 * chat))) : 0.03;
   let extra = 0;
   let records: EditRecord[] = [];
-  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, abort: st.abort, idPrefix: options.idPrefix ?? 'e_', pause: options.pause };
+  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, abort: st.abort, idPrefix: options.idPrefix ?? 'e_', pause: options.pause, messageIds: st.messageIds };
   // Each round selects more (or merges harder, last) when the summaries overshot; the round
   // that meets the target — else the one saving most — wins.
   for (let round = 0; round < MAX_ROUNDS; round++) {
     await options.pause?.();
     // The first round keeps what summaries point at in view, whatever its estimate says; soft
     // mode always does (a pointer made to stand alone would be a low-score edit).
-    const runs = selectRuns(units, { needTokens: need + extra, ratio, mergeAll: options.mode !== 'soft' && round === MAX_ROUNDS - 1, keepPointedAt: round === 0 || options.mode === 'soft' });
+    const runs = selectRuns(units, { needTokens: need + extra, ratio, mergeAll: options.mode !== 'soft' && round === MAX_ROUNDS - 1, keepPointedAt: round === 0 || options.mode === 'soft', applied: st.applied });
     const built = await buildEdits(model, runs, b);
     if (round === 0 || savedBy(built) > savedBy(records)) records = built;
     const after = tokensBefore - savedBy(built);
@@ -425,10 +435,7 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   records = await spendSlack(model, records, tokensBefore - target, b);
   records = giveBack(records, tokensBefore - target, units);
   // only the plan's own edits name their originals (not those of rounds given up)
-  for (const r of records) {
-    summarizedOriginals.set(r.edit, r.originals);
-    if (r.run.reliesOn) reliedOn.set(r.edit, r.run.reliesOn);
-  }
+  for (const r of records) summarizedOriginals.set(r.edit, r.originals);
   const edits = records.map((r) => r.edit);
   const survival: SurvivalReport = {
     checked: records.reduce((n, r) => n + r.checked, 0),
@@ -588,6 +595,8 @@ interface BuildContext {
   readonly abort: (why: unknown) => void;
   readonly idPrefix: string;
   readonly pause: (() => Promise<void> | undefined) | undefined;
+  /** Message ids of the plan's sections, by section id (how an edit's `pointer` names them). */
+  readonly messageIds: ReadonlyMap<string, readonly string[]>;
 }
 
 async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[], b: BuildContext): Promise<EditRecord[]> {
@@ -670,15 +679,24 @@ async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildCont
     reason: run.reason,
     scores,
     handle,
+    ...pointerOf(run, b.messageIds),
   };
   return { edit, run, checked: check.checked, missing: check.missing, originals: bySection };
+}
+
+/** A kept pointer summary's basis (`Edit.pointer`): the sections it rests on and replaces, by their messages' ids. */
+function pointerOf(run: SelectedRun, messageIds: ReadonlyMap<string, readonly string[]>): { pointer?: PointerBasis } {
+  const keys = (ids: readonly string[]): (readonly string[])[] => ids.map((id) => messageIds.get(id) ?? []);
+  const pointer = pointerBasis(run.reason, run.detail, keys(run.reliesOn ?? []), keys(run.sections.map((x) => x.id)));
+  return pointer ? { pointer } : {};
 }
 
 /**
  * Apply accepted edits of a plan to the model (all, or those in `editIds`). Throws
  * PLAN_EXPIRED if a replaced section is gone (the model moved on), or a section a summary
- * points at is gone or replaced with it (the summary would cite what the agent no longer
- * sees); nothing is applied then.
+ * points at is gone or replaced with it, or one a summary applied earlier points at would be
+ * replaced other than by a pointer carrying its claim on (a summary would cite what the agent
+ * no longer sees); nothing is applied then.
  */
 export function applyPlan(model: EditableModel, plan: Plan, editIds?: readonly string[]): Section[] {
   const wanted = editIds ? new Set(editIds) : undefined;
@@ -691,12 +709,10 @@ export function applyPlan(model: EditableModel, plan: Plan, editIds?: readonly s
       }
     }
   }
-  const replaced = new Set(edits.flatMap((e) => e.replaces));
-  for (const e of edits) {
-    const lost = lostPointer(model, e, replaced);
-    if (lost !== undefined) {
-      throw new ContextdError(ErrorCode.PLAN_EXPIRED, `plan ${plan.planId} is stale: section ${lost}, which a summary points at, is no longer in view`, { planId: plan.planId, editId: e.editId, sectionId: lost });
-    }
+  const lost = lostPointer(model, edits);
+  if (lost !== undefined) {
+    const { why, ...at } = lost;
+    throw new ContextdError(ErrorCode.PLAN_EXPIRED, `plan ${plan.planId} is stale: ${why}`, { planId: plan.planId, ...at });
   }
   // All at once where the model can: it scores its sections once instead of once per edit.
   if (model.replaceEach) return model.replaceEach(edits.map(replacementOf));
@@ -711,5 +727,6 @@ export function replacementOf(e: Edit): { readonly sectionIds: readonly string[]
   // tokensAfter is the summary's count plus one message's overhead (buildEdit): the text's own
   // count is passed on, so a summary stored with its secrets redacted replays at the size the agent holds
   const tokens = e.tokensAfter - MESSAGE_OVERHEAD_TOKENS;
-  return { sectionIds: e.replaces, summary: { text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason, ...(tokens >= 0 ? { tokens } : {}) } };
+  // a pointer summary keeps what it rests on with it, for later plans (pointers.ts)
+  return { sectionIds: e.replaces, summary: { text: e.summary.content, role: e.summary.role, editId: e.editId, handle: e.handle, reason: e.reason, ...(tokens >= 0 ? { tokens } : {}), ...(e.pointer ? { pointer: e.pointer } : {}) } };
 }

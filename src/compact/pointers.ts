@@ -9,9 +9,17 @@
  * Selection (select.ts) keeps the sections pointed at out of a plan while the budget allows
  * (the newest of a chain stays visible); when it cannot, the pointer that would lie becomes a
  * self-contained summary of its own content (`standAlone`), as a low-score one is.
+ *
+ * Once applied, a pointer summary keeps resting on what it points at: its edit records the
+ * sections its claim rests on (`PointerBasis`, by message ids, kept on the summary message and
+ * in the stored plan, so a replay or a rebuild knows it). Later plans (`appliedPointers`) keep
+ * those sections in view, or replace one only by a pointer that carries the claim on, whose
+ * basis then names the sections it rests on in turn; never by anything else, even when the
+ * target is missed (the summary in the agent's context cannot be made to stand alone).
  */
+import type { Message, PointerBasis } from '../model/messages.js';
 import type { Section } from '../model/types.js';
-import type { Unit } from './types.js';
+import type { EditReason, Unit } from './types.js';
 
 /** Detail fields naming the sections a pointer summary points at (ids: never summarized). */
 export const POINTER_FIELDS: readonly string[] = ['newer', 'supersededBy'];
@@ -39,9 +47,14 @@ export function standAlone(u: Unit): Unit {
  * stays redundant when `via`'s output is wholly in its own newer one (no `except` lines):
  * `from`'s lines, but for its own `except`, are then in view there.
  */
-function passesThrough(from: Unit, via: Unit): boolean {
-  if (from.reason === 'stale-read') return via.reason === 'stale-read' || via.reason === 'redundant-tool-output';
-  if (from.reason === 'redundant-tool-output') return via.reason === 'redundant-tool-output' && !hasExcept(via);
+function passesThrough(from: Pick<Unit, 'reason'>, via: Unit): boolean {
+  return carriesOn(from.reason, { reason: via.reason, partial: hasExcept(via) });
+}
+
+/** `passesThrough` for a claim of `reason` and a pointer summary `via` (planned or applied). */
+function carriesOn(reason: string, via: Pick<PointerBasis, 'reason' | 'partial'>): boolean {
+  if (reason === 'stale-read') return via.reason === 'stale-read' || via.reason === 'redundant-tool-output';
+  if (reason === 'redundant-tool-output') return via.reason === 'redundant-tool-output' && via.partial !== true;
   return false;
 }
 
@@ -61,13 +74,18 @@ export function withLiveTargets(units: readonly Unit[], sections: readonly Secti
 
 /**
  * The pointers among a selection's units, kept true while it grows: which units point at a
- * section, so taking a section a chosen pointer relies on can be refused.
+ * section, so taking a section a chosen pointer relies on can be refused; and the sections
+ * applied pointer summaries rest on (`appliedPointers`), which are always in force.
  */
 export class PointerGuard {
   /** Units pointing at each section id. */
   private readonly pointers = new Map<string, Unit[]>();
+  /** Applied pointers resting on each section id, in view verbatim. */
+  private readonly applied = new Map<string, AppliedPointer[]>();
+  /** Summaries applied pointers' claims pass through: never taken. */
+  private readonly held = new Set<string>();
 
-  constructor(units: readonly Unit[]) {
+  constructor(units: readonly Unit[], applied: readonly AppliedPointer[] = []) {
     for (const u of units) {
       for (const id of pointedAt(u.detail)) {
         const list = this.pointers.get(id);
@@ -75,10 +93,30 @@ export class PointerGuard {
         else this.pointers.set(id, [u]);
       }
     }
+    for (const p of applied) {
+      for (const id of p.through) this.held.add(id);
+      for (const id of p.ends) {
+        const list = this.applied.get(id);
+        if (list) list.push(p);
+        else this.applied.set(id, [p]);
+      }
+    }
   }
 
-  /** Whether some chosen pointer relies on `u`'s section staying in view. */
+  /** Whether an applied pointer summary rests on `u`'s section: it is taken only as a pointer that carries the claim on. */
+  heldByApplied(u: Unit): boolean {
+    return this.held.has(u.section.id) || this.applied.has(u.section.id);
+  }
+
+  /** Whether `u`, replaced by its own pointer summary, carries every applied claim resting on its section on. */
+  private carriesApplied(u: Unit): boolean {
+    if (this.held.has(u.section.id)) return false;
+    return (this.applied.get(u.section.id) ?? []).every((p) => passesThrough(p, u));
+  }
+
+  /** Whether some chosen pointer, or an applied one, relies on `u`'s section staying in view. */
   pinned(u: Unit, chosen: ReadonlyMap<string, Unit>): boolean {
+    if (this.heldByApplied(u) && !this.carriesApplied(u)) return true;
     return (this.pointers.get(u.section.id) ?? []).some((p) => chosen.get(p.section.id) === p && !passesThrough(p, u));
   }
 
@@ -130,4 +168,122 @@ function visibleEnds(u: Unit, byId: ReadonlyMap<string, Unit>, settled: Readonly
     for (const end of through) ends.add(end);
   }
   return [...ends];
+}
+
+/**
+ * A pointer summary already in the context (an applied edit's): the sections its claim rests
+ * on now, found from its `PointerBasis`.
+ */
+export interface AppliedPointer {
+  /** The summary's section. */
+  readonly id: string;
+  readonly reason: EditReason;
+  /** Sections in view its claim rests on: replaced only by a pointer summary that carries it on. */
+  readonly ends: readonly string[];
+  /** Pointer summaries its claim passes through on its way to `ends`: never replaced. */
+  readonly through: readonly string[];
+}
+
+/**
+ * The basis recorded with a kept pointer summary of `reason` and `detail` that replaces
+ * `replaced` and rests on `reliesOn` (sections, each by its messages' ids); undefined for a
+ * summary that rests on nothing.
+ */
+export function pointerBasis(reason: EditReason, detail: Readonly<Record<string, unknown>>, reliesOn: readonly (readonly string[])[], replaced: readonly (readonly string[])[]): PointerBasis | undefined {
+  if (reliesOn.length === 0 || reliesOn.some((k) => k.length === 0)) return undefined;
+  const partial = Array.isArray(detail['except']) && detail['except'].length > 0;
+  return { reason, ...(partial ? { partial } : {}), reliesOn, replaced };
+}
+
+/** How a `PointerBasis` names a section: by its messages' ids. */
+function sectionKey(messageIds: readonly string[]): string {
+  return messageIds.join('\u0000');
+}
+
+/** The basis a summary message carries, when it is well formed (it comes back from the plan log). */
+function basisOf(m: Message | undefined): PointerBasis | undefined {
+  const b = m?.isSummary === true ? m.pointer : undefined;
+  const keys = (v: unknown): boolean => Array.isArray(v) && v.every((k) => Array.isArray(k) && k.length > 0 && k.every((id) => typeof id === 'string'));
+  return b && typeof b.reason === 'string' && keys(b.reliesOn) && keys(b.replaced) ? b : undefined;
+}
+
+/**
+ * The pointer summaries among `sections` (applied edits') whose claims hold, with what they
+ * rest on: each section their basis names, in view verbatim, or replaced by a pointer summary
+ * that carries the claim on to sections that are (followed on). A claim that no longer holds
+ * (its section left with a truncate, or an edit made before bases were recorded replaced it)
+ * is left out: nothing in view is kept for it.
+ */
+export function appliedPointers(sections: readonly Section[], messagesOf: (id: string) => readonly Message[]): AppliedPointer[] {
+  const byKey = new Map<string, string>();
+  const bases = new Map<string, PointerBasis>();
+  const carrier = new Map<string, string>();
+  for (const s of sections) {
+    byKey.set(sectionKey(s.messageIds), s.id);
+    if (!s.compacted) continue;
+    const basis = basisOf(messagesOf(s.id)[0]);
+    if (!basis) continue;
+    bases.set(s.id, basis);
+    for (const k of basis.replaced) carrier.set(sectionKey(k), s.id);
+  }
+  const out: AppliedPointer[] = [];
+  for (const [id, basis] of bases) {
+    if (basis.reliesOn.length === 0) continue;
+    const ends = new Set<string>();
+    const through = new Set<string>();
+    const open = new Set<string>([id]);
+    const holds = (key: readonly string[]): boolean => {
+      const live = byKey.get(sectionKey(key));
+      if (live !== undefined) {
+        ends.add(live);
+        return true;
+      }
+      const via = carrier.get(sectionKey(key));
+      const vb = via === undefined ? undefined : bases.get(via);
+      if (via === undefined || !vb || open.has(via) || !carriesOn(basis.reason, vb)) return false;
+      if (through.has(via)) return true;
+      open.add(via);
+      through.add(via);
+      const ok = vb.reliesOn.length > 0 && vb.reliesOn.every(holds);
+      open.delete(via);
+      return ok;
+    };
+    if (basis.reliesOn.every(holds)) out.push({ id, reason: basis.reason as EditReason, ends: [...ends], through: [...through] });
+  }
+  return out;
+}
+
+/**
+ * A section of `applied` that `edits` (applied together) take out of view and that the
+ * claim resting on it does not survive: a summary it passes through is replaced, or a
+ * section in view it rests on is, other than by a pointer summary carrying the claim on.
+ * Undefined when every applied claim still holds (or leaves with its own summary).
+ */
+export function breaksApplied(applied: readonly AppliedPointer[], edits: readonly { readonly replaces: readonly string[]; readonly pointer?: PointerBasis }[]): string | undefined {
+  const by = new Map<string, { readonly pointer?: PointerBasis }>();
+  for (const e of edits) for (const id of e.replaces) by.set(id, e);
+  for (const p of applied) {
+    if (by.has(p.id)) continue;
+    const lost = p.through.find((id) => by.has(id)) ?? p.ends.find((id) => {
+      const e = by.get(id);
+      return e !== undefined && !(e.pointer && carriesOn(p.reason, e.pointer));
+    });
+    if (lost !== undefined) return lost;
+  }
+  return undefined;
+}
+
+/**
+ * The sections of `sections` named by `keys` (a basis' `reliesOn`), or undefined when one is
+ * not in view (`sections` is the model's).
+ */
+export function sectionsByKey(sections: readonly Section[], keys: readonly (readonly string[])[]): string[] | undefined {
+  const byKey = new Map(sections.map((s) => [sectionKey(s.messageIds), s.id] as const));
+  const out: string[] = [];
+  for (const k of keys) {
+    const id = byKey.get(sectionKey(k));
+    if (id === undefined) return undefined;
+    out.push(id);
+  }
+  return out;
 }

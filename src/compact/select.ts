@@ -16,7 +16,7 @@
 import type { Section } from '../model/types.js';
 import { isCompactable } from './detectors/util.js';
 import type { Candidate, EditReason, Unit } from './types.js';
-import { keepPointersTrue, PointerGuard, withLiveTargets } from './pointers.js';
+import { keepPointersTrue, PointerGuard, withLiveTargets, type AppliedPointer } from './pointers.js';
 
 /** Share of a section's value lost when a detector shows it is cruft (lower compacts first). */
 export const REASON_DISCOUNT: Readonly<Record<EditReason, number>> = {
@@ -128,22 +128,30 @@ export interface SelectOptions {
    * Otherwise they are kept only while the rest suffices.
    */
   readonly keepPointedAt?: boolean;
+  /**
+   * Pointer summaries already in the context (`appliedPointers`): what they rest on stays in
+   * view, or is replaced by a pointer summary carrying their claim on, whatever the target.
+   */
+  readonly applied?: readonly AppliedPointer[];
 }
 
 /** Pick units and merge them into runs. Deterministic for the same input. */
 export function selectRuns(units: readonly Unit[], opts: SelectOptions): SelectedRun[] {
-  const guard = new PointerGuard(units);
+  const guard = new PointerGuard(units, opts.applied);
   const chosen = pickUnits(units, opts, guard);
   rideAlong(units, chosen, opts, guard);
   const { units: kept, reliesOn } = keepPointersTrue([...chosen.values()].sort((a, b) => a.index - b.index));
-  return mergeRuns(kept, opts).map((run) => toRun(run, opts, reliesOn));
+  // A pointer carrying an applied summary's claim on stays one (its basis names what the claim
+  // rests on now): never merged into a span summary, nor taken when it cannot stay one.
+  const carried = kept.filter((u) => !guard.heldByApplied(u) || reliesOn.has(u.section.id));
+  return mergeRuns(carried, opts, (u) => guard.heldByApplied(u)).map((run) => toRun(run, opts, reliesOn));
 }
 
 /**
  * Units taken cheapest first until `needTokens` are saved, by section id. Sections a chosen
  * summary points at are passed over (kept in view) while the others suffice (or
  * `keepPointedAt`); else the plain cheapest-first pick is taken, and pointers that would lie
- * stand alone (`keepPointersTrue`).
+ * stand alone (`keepPointersTrue`) — but for what applied summaries rest on, never taken then.
  */
 function pickUnits(units: readonly Unit[], opts: SelectOptions, guard: PointerGuard): Map<string, Unit> {
   const newestTurn = units.reduce((t, u) => Math.max(t, u.section.recency.turn), 0);
@@ -153,7 +161,8 @@ function pickUnits(units: readonly Unit[], opts: SelectOptions, guard: PointerGu
     .sort((a, b) => Number(a.recent) - Number(b.recent) || a.cost - b.cost || a.u.index - b.u.index)
     .map((x) => x.u);
   const guarded = cheapestFirst(ranked, opts, guard);
-  return guarded.saved >= opts.needTokens || opts.keepPointedAt === true ? guarded.chosen : cheapestFirst(ranked, opts).chosen;
+  if (guarded.saved >= opts.needTokens || opts.keepPointedAt === true) return guarded.chosen;
+  return cheapestFirst(ranked.filter((u) => !guard.heldByApplied(u)), opts).chosen;
 }
 
 /** Ranked units taken in order until `needTokens` are saved; with a guard, those that would make a chosen summary lie are skipped. */
@@ -186,7 +195,7 @@ function rideAlong(units: readonly Unit[], chosen: Map<string, Unit>, opts: Sele
 }
 
 /** Chosen units (in order) merged into runs of adjacent sections, long runs split. */
-function mergeRuns(chosen: readonly Unit[], opts: SelectOptions): Unit[][] {
+function mergeRuns(chosen: readonly Unit[], opts: SelectOptions, alone: (u: Unit) => boolean): Unit[][] {
   const runs: Unit[][] = [];
   for (const u of chosen) {
     const last = runs[runs.length - 1];
@@ -194,6 +203,8 @@ function mergeRuns(chosen: readonly Unit[], opts: SelectOptions): Unit[][] {
     const mergeable =
       prev !== undefined &&
       prev.index === u.index - 1 &&
+      !alone(u) &&
+      !alone(prev) &&
       (opts.mergeAll === true || (prev.reason === u.reason && !POINTER_REASONS.has(u.reason) && prev.group === u.group));
     if (last && mergeable) last.push(u);
     else runs.push([u]);

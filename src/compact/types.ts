@@ -2,7 +2,7 @@
  * Data types of compaction (design §5). Plans are plain data: the daemon archives the
  * originals under each edit's handle and pushes the plan; compact/ never does I/O.
  */
-import type { Message } from '../model/messages.js';
+import type { Message, PointerBasis } from '../model/messages.js';
 import type { Budget, HeadroomSnapshot, ScoreFactors, Section } from '../model/types.js';
 
 /** Why an edit exists; the name of the detector that proposed it. */
@@ -141,6 +141,11 @@ export interface Edit {
   readonly scores: Readonly<Record<string, ScoreFactors>>;
   /** Archive handle quoted in the summary (`[contextd recall <handle>]`). */
   readonly handle: string;
+  /**
+   * A pointer summary ("a later identical call …"): the sections its claim rests on, which
+   * later plans keep in view (pointers.ts). Stored with the plan, so a replayed edit has it too.
+   */
+  readonly pointer?: PointerBasis;
 }
 
 export const PLAN_MODES = ['reserve', 'soft', 'manual'] as const;

@@ -51,6 +51,29 @@ export interface Message {
   readonly model?: string;
   /** Byte offset of the source line in the file (for diagnostics). */
   readonly sourceOffset?: number;
+  /** A contextd pointer summary: what its claim rests on (set on the summary message; compact/pointers.ts). */
+  readonly pointer?: PointerBasis;
+}
+
+/**
+ * What a contextd pointer summary's claim ("a later identical call returned the same output",
+ * "the file was read again or edited later") rests on, kept with its summary message so that
+ * later plans, a replay of the applied edits after a restart and a rebuild from the model's
+ * messages all know it. Sections are named by the ids of their messages: section ids are
+ * renumbered by a rebuild.
+ */
+export interface PointerBasis {
+  /** The summary's edit reason (`redundant-tool-output`, `stale-read`). */
+  readonly reason: string;
+  /** A redundant output's summary that lists lines its newer output lacks (`except`). */
+  readonly partial?: boolean;
+  /** The sections in view its claim rests on, each by its messages' ids. */
+  readonly reliesOn: readonly (readonly string[])[];
+  /**
+   * The sections it replaced, each by its messages' ids: an earlier pointer summary resting on
+   * one of them rests, through this one, on its `reliesOn` (when the claim carries on).
+   */
+  readonly replaced: readonly (readonly string[])[];
 }
 
 /**

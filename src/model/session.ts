@@ -6,7 +6,7 @@
  * relevance, recency, density) are recomputed lazily, only when `sections()` (or a reader of
  * scores) is called after a change, and without tokenizer calls.
  */
-import type { Message, SessionMeta, TranscriptEvent } from './messages.js';
+import type { Message, PointerBasis, SessionMeta, TranscriptEvent } from './messages.js';
 import { ContextdError, ErrorCode } from '../util/errors.js';
 import { DEFAULT_RESERVE_RATIO, resolveBudget } from './budget.js';
 import { Calibrator, type Calibration } from './calibration.js';
@@ -59,6 +59,8 @@ export interface ReplacementSummary {
    * plan log). Counted from `text` when absent.
    */
   readonly tokens?: number;
+  /** A pointer summary: what its claim rests on, kept on the summary message. */
+  readonly pointer?: PointerBasis;
 }
 
 /** An edit accepted before, replayed (`SessionModel.replayEach`): what it replaced when it was made. */
@@ -383,6 +385,7 @@ export class SessionModel {
         text: summary.text,
         isSummary: true,
         ...(ts !== undefined ? { timestamp: ts } : {}),
+        ...(summary.pointer ? { pointer: summary.pointer } : {}),
       };
       const known = summary.tokens !== undefined && Number.isSafeInteger(summary.tokens) && summary.tokens >= 0 ? [summary.tokens, 0] : undefined;
       const rec = this.ctx.replace(recs, message, { summary: { editId: summary.editId, handle: summary.handle, reason: summary.reason } }, known);
