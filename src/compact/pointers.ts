@@ -200,6 +200,21 @@ function sectionKey(messageIds: readonly string[]): string {
   return messageIds.join('\u0000');
 }
 
+/**
+ * Section ids by `sectionKey`, per section list: built once per scoring of the model (its
+ * `sections()` list is the same array until it changes), not on every check of every plan —
+ * a plan is checked several times on its way to the agent (`planStanding`).
+ */
+const keyIndexes = new WeakMap<readonly Section[], ReadonlyMap<string, string>>();
+function keyIndex(sections: readonly Section[]): ReadonlyMap<string, string> {
+  let index = keyIndexes.get(sections);
+  if (!index) {
+    index = new Map(sections.map((s) => [sectionKey(s.messageIds), s.id] as const));
+    keyIndexes.set(sections, index);
+  }
+  return index;
+}
+
 /** The basis a summary message carries, when it is well formed (it comes back from the plan log). */
 function basisOf(m: Message | undefined): PointerBasis | undefined {
   const b = m?.isSummary === true ? m.pointer : undefined;
@@ -215,11 +230,9 @@ function basisOf(m: Message | undefined): PointerBasis | undefined {
  * is left out: nothing in view is kept for it.
  */
 export function appliedPointers(sections: readonly Section[], messagesOf: (id: string) => readonly Message[]): AppliedPointer[] {
-  const byKey = new Map<string, string>();
   const bases = new Map<string, PointerBasis>();
   const carrier = new Map<string, string>();
   for (const s of sections) {
-    byKey.set(sectionKey(s.messageIds), s.id);
     if (!s.compacted) continue;
     const basis = basisOf(messagesOf(s.id)[0]);
     if (!basis) continue;
@@ -227,6 +240,8 @@ export function appliedPointers(sections: readonly Section[], messagesOf: (id: s
     for (const k of basis.replaced) carrier.set(sectionKey(k), s.id);
   }
   const out: AppliedPointer[] = [];
+  if (bases.size === 0) return out;
+  const byKey = keyIndex(sections);
   for (const [id, basis] of bases) {
     if (basis.reliesOn.length === 0) continue;
     const ends = new Set<string>();
@@ -278,7 +293,7 @@ export function breaksApplied(applied: readonly AppliedPointer[], edits: readonl
  * not in view (`sections` is the model's).
  */
 export function sectionsByKey(sections: readonly Section[], keys: readonly (readonly string[])[]): string[] | undefined {
-  const byKey = new Map(sections.map((s) => [sectionKey(s.messageIds), s.id] as const));
+  const byKey = keyIndex(sections);
   const out: string[] = [];
   for (const k of keys) {
     const id = byKey.get(sectionKey(k));
