@@ -173,7 +173,10 @@ export class LiveContext {
     frags.forEach((f, i) => {
       const text = texts[i] as string;
       const parts = analysisPartsOf(f);
-      const had = fresh.get(text) ?? known.get(i);
+      // Only texts asked of the cache are ever in `fresh`, and it is empty while every one asked
+      // was found whole: no lookup then (a Map lookup hashes the whole text; in a cold plan from
+      // the cache that was a twentieth of the plan).
+      const had = (fresh.size > 0 && known.has(i) ? fresh.get(text) : undefined) ?? known.get(i);
       const analysis = had ? withParts(had, text, parts) : analyseFragmentText(text, parts);
       if (analysis !== had && known.has(i)) fresh.set(text, analysis);
       deriveFragment(f, analysis, this.index);

@@ -124,6 +124,11 @@ describe('derived data (term stats, fingerprints)', () => {
       // a Buffer's slice is a view of the pool, as rows read from SQLite may be
       expect(decodeAnalysis(pool.subarray(offset, offset + row.length), ownerOf(text))).toEqual(a);
       expect(decodeAnalysis(Buffer.from(pool).slice(offset, offset + row.length), ownerOf(text))).toEqual(a);
+      // read in place where aligned, but what it keeps is its own: no array holds on to the pool
+      const d = decodeAnalysis(pool.subarray(offset, offset + row.length), ownerOf(text));
+      const kept = [d?.stats.hashes, d?.stats.counts, d?.features.signature, d?.termKeys, d?.lineHashes].filter((x) => x !== undefined);
+      expect(kept.length).toBeGreaterThanOrEqual(3);
+      for (const x of kept) expect(x.buffer).not.toBe(pool.buffer);
     }
   });
 
