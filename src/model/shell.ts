@@ -53,6 +53,11 @@ const MAX_NESTING = 32;
 
 /** Characters that end an unquoted word. */
 const METACHARS = new Set([' ', '\t', '\n', ';', '&', '|', '<', '>', '(', ')']);
+/**
+ * Reserved words a command may follow on its line: `[[` after them still opens a test
+ * (`if [[ $a > $b ]]`, `! [[ … ]]`, `time [[ … ]]`).
+ */
+const BEFORE_COMMAND = new Set(['!', '{', 'if', 'then', 'elif', 'else', 'while', 'until', 'do', 'time']);
 /** An unquoted descriptor before a redirection operator: `2>`, `{fd}>`. */
 const FD_PREFIX = /^(?:\d+|\{\w+\})$/;
 
@@ -167,7 +172,7 @@ class Scanner {
         const w = this.word();
         if (!w.quoted && FD_PREFIX.test(w.text) && (s[this.i] === '<' || s[this.i] === '>') && s[this.i + 1] !== '(') this.redirect(redirects);
         else {
-          if (words.length === 0 && w.text === '[[' && !w.quoted) test = true;
+          if (w.text === '[[' && !w.quoted && words.every((x) => BEFORE_COMMAND.has(x))) test = true;
           else if (w.text === ']]' && !w.quoted) test = false;
           words.push(w.text);
         }

@@ -54,6 +54,12 @@ const WRITES: readonly (readonly [string, readonly string[]])[] = [
   ['for ((i = 9; i > 0; i--)); do echo $i; done', []],
   ['[[ $a > $b ]] && echo later', []],
   ['[[ $a > $b ]] > cmp.log; echo x > after.txt', ['cmp.log', 'after.txt']],
+  // `[[` after a reserved word still opens a test
+  ['if [[ $a > $b ]]; then echo hi; fi', []],
+  ['while [[ "$x" > "$y" ]]; do x=1; done', []],
+  ['! [[ a > b ]] && echo ok', []],
+  ['if true; then [[ a < b ]] || echo x > elif.txt; fi', ['elif.txt']],
+  ['echo if [[ a > b.txt', ['b.txt']],
   ['echo hi # > not-written.txt', []],
 ];
 
