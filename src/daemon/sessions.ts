@@ -934,7 +934,18 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       r.fromKeptSteps ? 'session rebuilt from its transcript and the model steps kept for it' : 'released session rebuilt from its transcript',
     );
     const pending = s.pending.splice(0);
-    for (const p of pending) this.apply(s, p.events, p.toOffset);
+    for (const p of pending) {
+      const appliedTo = s.tailOffset;
+      try {
+        this.apply(s, p.events, p.toOffset);
+      } catch (err) {
+        // Lines that waited for the rebuild could not be applied (the tokenizer could not load,
+        // say): released again and rebuilt from the transcript up to the last of them, as a batch
+        // whose apply throws (the request that asked for the model gets INGEST_FAILED).
+        this.applyFailed(s, err, appliedTo, pending.at(-1)?.toOffset ?? p.toOffset);
+        return;
+      }
+    }
     // No append to ask: whether to plan from the rebuilt model (its advisory plan expired with the release).
     if (pending.length === 0) this.consider(s, zoneOf(model.headroom(), this.options));
     this.enforceBudget(s);

@@ -54,9 +54,10 @@ function tempDir(): string {
 }
 
 /** A daemon watching `dir/sessions` with its state in `state`, and a client; resolves once ready. */
-async function start(dir: string, state: string, deps: { tokenCounter?: TokenCounter; logger?: Logger } = {}): Promise<{ daemon: Daemon; c: ContextdClient }> {
-  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, `${state}.sock`), state: join(dir, state), budgetTokens: 1_000_000 });
-  const daemon = new Daemon(options, { logger: deps.logger ?? pino({ level: 'silent' }), ...(deps.tokenCounter ? { tokenCounter: deps.tokenCounter } : {}) });
+async function start(dir: string, state: string, deps: { tokenCounter?: TokenCounter; logger?: Logger; now?: () => number; idleReleaseMs?: number } = {}): Promise<{ daemon: Daemon; c: ContextdClient }> {
+  const memory = deps.idleReleaseMs !== undefined ? { memory: { idleReleaseMs: deps.idleReleaseMs } } : {};
+  const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, `${state}.sock`), state: join(dir, state), budgetTokens: 1_000_000, ...memory });
+  const daemon = new Daemon(options, { logger: deps.logger ?? pino({ level: 'silent' }), ...(deps.tokenCounter ? { tokenCounter: deps.tokenCounter } : {}), ...(deps.now ? { now: deps.now } : {}) });
   await daemon.start();
   const c = new ContextdClient({ socketPath: options.socketPath, clientInfo: { name: 'test', version: '1' }, reconnect: false });
   await c.connect();
@@ -164,6 +165,48 @@ describe('transcript lines that could not be applied', () => {
     expect(final.get('a')?.sections).toBe(fresh.get('a')?.sections);
     expect(final.get('b')?.tokens).toBe(fresh.get('b')?.tokens);
     expect(recovered.tokens).toBeGreaterThan(before.get('a')?.tokens ?? 0);
+  });
+
+  it('lines appended while released whose apply throws as the rebuild applies them: the failure is kept, not the model short of them', async () => {
+    const dir = tempDir();
+    const a = join(dir, 'sessions', 'a.jsonl');
+    writeFileSync(a, lines('alpha-start', 3));
+    // Injected fault as above: the tokenizer throws on the texts marked "alpha-new" while `down`.
+    const real = createTokenCounter();
+    let down = false;
+    const counter: TokenCounter = {
+      encoding: real.encoding,
+      count: (t) => {
+        if (down && t.includes('alpha-new')) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
+        return real.count(t);
+      },
+    };
+    // The session is released by the idle release (its clock moved past memory.idleReleaseMs), so
+    // the next lines wait for its rebuild and are applied by it, after the transcript's.
+    const clock = { t: 1_000_000 };
+    const { c } = await start(dir, 'state', { tokenCounter: counter, now: () => clock.t, idleReleaseMs: 1_000 });
+    const before = await rows(c);
+    expect(before.get('a')?.tokens).toBeGreaterThan(0);
+    clock.t += 5_000;
+    await until('session a released', async () => ((await rows(c)).get('a')?.inMemory === false ? true : undefined));
+
+    down = true;
+    appendFileSync(a, lines('alpha-new-1', 2));
+    const failing = await until('session a reported failed', async () => {
+      const r = (await rows(c)).get('a');
+      return r?.failure ? r : r?.inMemory ? 'rebuilt without reporting the failure' : undefined;
+    });
+    expect(failing).not.toBe('rebuilt without reporting the failure');
+
+    down = false;
+    appendFileSync(a, lines('alpha-after', 1));
+    const recovered = await until('session a rebuilt', async () => {
+      const r = (await rows(c)).get('a');
+      return r && r.failure === null && r.inMemory && r.tokens > (before.get('a')?.tokens ?? 0) ? r : undefined;
+    });
+    const fresh = await freshRead(dir);
+    expect(recovered.tokens).toBe(fresh.get('a')?.tokens);
+    expect(recovered.sections).toBe(fresh.get('a')?.sections);
   });
 
   it('a batch the session manager could not take (it threw as the session opened): the lines reach the model without another append', async () => {
