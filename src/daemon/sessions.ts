@@ -608,6 +608,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       s.released = { offset: readTo, headroom: undefined, modelOffset: Math.min(appliedTo ?? 0, readTo) };
       s.model = this.newModel(s.sessionId);
       s.summaryCache = new SummaryCache();
+      s.declined.detach(); // (else the record holds the dropped model until the next plan)
       this.deps.memoryFreed?.();
     }
     this.wakeReaders(s);

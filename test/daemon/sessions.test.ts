@@ -382,6 +382,38 @@ describe('SessionManager release of a session with lines just read', () => {
     await manager.drain();
   });
 
+  it('a model dropped because lines could not be applied to it is garbage too, though its agent declined edits of it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'contextd-failed-frees-'));
+    dirs.push(dir);
+    const a = halves(dir, 'a', 4);
+    // Injected fault: the tokenizer throws once `down` (as tiktoken's load does under EMFILE).
+    const real = createTokenCounter();
+    let down = false;
+    const tokenCounter: TokenCounter = {
+      encoding: real.encoding,
+      count: (text) => {
+        if (down) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+        return real.count(text);
+      },
+    };
+    const { manager } = setup({ tokenCounter });
+    manager.steadyState();
+    const s = manager.ingest(a.file, 'a', 'openai-chat', a.first(), a.appliedBytes);
+    s.declined.held(s.model, { zone: 'ok', headroom: s.model.headroom().headroom }, 0.15, Date.now());
+    const model = new WeakRef(s.model);
+    down = true;
+    manager.enqueue(a.file, 'a', 'openai-chat', a.second(), a.total, a.total - a.appliedBytes);
+    for (let i = 0; i < 50 && s.failure === undefined; i++) await new Promise((r) => setImmediate(r));
+    expect(s.failure?.code).toBe('INGEST_FAILED');
+    expect(s.released).toBeDefined();
+    const collect = runtimeCollector();
+    expect(collect).toBeDefined();
+    await new Promise((r) => setImmediate(r));
+    collect?.();
+    expect(model.deref()).toBeUndefined();
+    await manager.drain();
+  });
+
   it('a session whose lines were just read is not released as idle, and its appended lines reach its model without another append or request', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'contextd-release-idle-queued-'));
     dirs.push(dir);
