@@ -36,7 +36,7 @@ export interface DaemonStatus {
   watch: string[];
   reserveRatio: number;
   softWatermark: number;
-  /** Tokens held by the in-memory models of tailed sessions (bounded by `memory.maxSessionTokens`). */
+  /** Tokens held by the in-memory models of tailed sessions and of those fed over the socket (bounded by `memory.maxSessionTokens`). */
   heldTokens: number;
   sessions: {
     sessionId: string;

@@ -164,10 +164,10 @@ export class Daemon {
       const pushedTo = this.pushTo(s.sessionId, 'compaction.proposed', plan);
       if (pushedTo === 0) this.log.info({ sessionId: s.sessionId, planId: plan.planId }, 'no client subscribed: plan is advisory (logged and stored, not pushed)');
     });
-    // A fed session released with nobody following it: harvested from the messages it held.
-    this.sessions.on('orphanReleased', (s, history) => {
+    // A fed session released from memory: harvested from the messages it held, its only copy.
+    this.sessions.on('fedReleased', (s, history) => {
       this.trackHarvest(s, 'unknown', undefined, history).then(
-        (r) => this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'released with no client' }, 'fed session harvested at its release'),
+        (r) => this.log.info({ sessionId: s.sessionId, harvested: r.harvested, reason: 'released from memory' }, 'fed session harvested at its release'),
         (err: unknown) => this.log.error({ sessionId: s.sessionId, err: describeError(err) }, 'harvest of a released fed session failed'),
       );
     });

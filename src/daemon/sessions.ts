@@ -150,11 +150,11 @@ export interface SessionManagerEvents {
   /** Headroom crossed a watermark. */
   zone: [session: LiveSession, zone: Zone, previous: Zone | undefined];
   /**
-   * A session fed over the socket that no client follows any more was released from memory: its
-   * agent's messages as last synced, the only copy (no transcript to read them back from), for
-   * the daemon to harvest before they are gone.
+   * A session fed over the socket was released from memory: its agent's messages as last
+   * synced, the only copy (no transcript to read them back from), for the daemon to harvest
+   * before they are gone — its agent may never sync it again (it exits without session.end).
    */
-  orphanReleased: [session: LiveSession, history: LoadedSession];
+  fedReleased: [session: LiveSession, history: LoadedSession];
 }
 
 /**
@@ -644,7 +644,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     return { queuedBytes: this.queued.bytes, queuedSessions: this.queued.size, sessionsInMemory: inMemory, fedSessionsInMemory: fed, plansInFlight: this.inFlight.size };
   }
 
-  /** Tokens held by the in-memory models of tailed sessions (what the memory budget bounds). */
+  /** Tokens held by the in-memory models of tailed sessions and of those fed over the socket (what the memory budget bounds). */
   heldTokens(): number {
     let n = 0;
     for (const s of this.sessions.values()) if (s.source === 'transcript' && !s.released) n += s.model.tokens();
@@ -1101,7 +1101,18 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       }
     }
     for (const message of fresh) events.push({ type: 'message', message });
-    s.model.applyAll(events);
+    try {
+      s.model.applyAll(events);
+    } catch (err) {
+      // (the tokenizer could not load, say) What the model holds may be part of the list: the
+      // next sync rebuilds it from its list, and until then it is an empty fed session, never a
+      // tailed one (of a file "socket:<id>") that no release or harvest could handle.
+      s.model = this.newModel(sessionId, budgetTokens);
+      s.history.clear();
+      s.fed = { ids: [], version: -1, budgetTokens };
+      if (err instanceof ContextdError) throw err;
+      throw new ContextdError(ErrorCode.INGEST_FAILED, `session "${sessionId}": the list could not be applied to its model (${describeError(err)}); nothing of it is kept — send it again`, { sessionId }, { cause: err });
+    }
     s.history.push(events);
     s.fed = { ids, version: s.model.version, budgetTokens };
     s.life.touched(this.now(), fresh.length > 0);
@@ -1152,9 +1163,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     s.planTimer = undefined;
     // Only a model that is the last list fed (no ack since, no budget change) can be rebuilt to the same sections.
     const faithful = f.version === s.model.version && f.ids.length > 0;
-    // Nobody follows it (its agent exited without session.end, say): what it sent is harvested
-    // now, as the idle harvest would have (it finds an empty history once it is released).
-    const orphaned = f.ids.length > 0 && !this.subscribedTo(s) ? s.history.snapshot(s.sessionId) : undefined;
+    // What it was sent is harvested now: the idle harvest finds an empty history once it is
+    // released, and its agent, gone or only quiet now, may exit without session.end.
+    const sent = f.ids.length > 0 ? s.history.snapshot(s.sessionId) : undefined;
     s.fed = { ids: [], version: -1, budgetTokens: f.budgetTokens, ...(faithful ? { releasedList: { count: f.ids.length, digest: listDigest(f.ids) } } : {}) };
     s.released = { offset: 0, headroom, modelOffset: 0 };
     s.model = this.newModel(s.sessionId, f.budgetTokens);
@@ -1166,7 +1177,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.deps.memoryFreed?.();
     // Memory was freed: sessions waiting to be rebuilt may fit now.
     for (const d of this.rebuildDue.keys()) this.schedule(d);
-    if (orphaned) this.emit('orphanReleased', s, orphaned);
+    if (sent) this.emit('fedReleased', s, sent);
     return true;
   }
 

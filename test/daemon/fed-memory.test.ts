@@ -9,6 +9,7 @@ import type { DaemonStatus } from '../../src/daemon/api.js';
 import { ContextdClient } from '../../src/ipc/client.js';
 import { RpcError, RpcErrorCode } from '../../src/ipc/errors.js';
 import Database from 'better-sqlite3';
+import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
 import { until } from './helpers.js';
 
 /**
@@ -30,14 +31,14 @@ afterEach(async () => {
 const RELEASE_AFTER_MS = 1_000;
 
 /** A daemon whose clock is `clock.t`, with room for `maxFedSessions` fed sessions (default: the default). */
-async function start(maxFedSessions?: number): Promise<{ clock: { t: number }; connect: () => Promise<ContextdClient>; state: string }> {
+async function start(maxFedSessions?: number, tokenCounter?: TokenCounter): Promise<{ clock: { t: number }; connect: () => Promise<ContextdClient>; state: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'contextd-fedmem-'));
   dirs.push(dir);
   mkdirSync(join(dir, 'sessions'));
   const clock = { t: 1_000_000 };
   const memory = { maxSessionTokens: 0, releaseAfterMs: RELEASE_AFTER_MS, idleReleaseMs: 0, ...(maxFedSessions !== undefined ? { maxFedSessions } : {}) };
   const options = resolveDaemonOptions({}, { watch: [join(dir, 'sessions')], socket: join(dir, 's.sock'), state: join(dir, 'state'), budgetTokens: 1_000_000, memory });
-  const daemon = new Daemon(options, { logger: pino({ level: 'silent' }), now: () => clock.t });
+  const daemon = new Daemon(options, { logger: pino({ level: 'silent' }), now: () => clock.t, ...(tokenCounter ? { tokenCounter } : {}) });
   daemons.push(daemon);
   await daemon.start();
   const connect = async (): Promise<ContextdClient> => {
@@ -47,6 +48,16 @@ async function start(maxFedSessions?: number): Promise<{ clock: { t: number }; c
     return c;
   };
   return { clock, connect, state: join(dir, 'state') };
+}
+
+/** How many messages the harvest of `sessionId` recorded (undefined: not harvested yet). */
+function harvestedCount(state: string, sessionId: string): number | undefined {
+  const db = new Database(join(state, 'contextd.db'), { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare(`SELECT message_count AS n FROM harvested_sessions WHERE session_id = ?`).get(sessionId) as { n: number } | undefined)?.n;
+  } finally {
+    db.close();
+  }
 }
 
 type Row = DaemonStatus['sessions'][number];
@@ -93,7 +104,7 @@ async function rpcError(p: Promise<unknown>): Promise<RpcError> {
 
 describe('sessions fed over the socket under the memory budget', () => {
   it('over memory.maxFedSessions releases the least recently synced idle ones; a later sync rebuilds one with nothing lost', async () => {
-    const { clock, connect } = await start(2);
+    const { clock, connect, state } = await start(2);
     const agent = await connect();
     const budgetTokens = 12_000;
 
@@ -137,6 +148,9 @@ describe('sessions fed over the socket under the memory budget', () => {
     expect(await back.sections('a')).toEqual(refSections);
     s = await status(back);
     expect(s.rows.get('b')?.inMemory).toBe(false);
+    // b's agent is still connected, only quiet: what it sent is harvested at the release all the
+    // same, as its agent may exit without session.end (the idle harvest would find nothing).
+    expect(await until('b harvested at its release', async () => harvestedCount(state, 'b'))).toBe(list('b', 3).length);
     expect(s.rows.get('c')?.inMemory).toBe(true);
     expect(s.rows.get('a')?.inMemory).toBe(true);
     // What only the daemon held is still there: the originals behind the summaries the list carries.
@@ -175,6 +189,35 @@ describe('sessions fed over the socket under the memory budget', () => {
     expect(later.load.fedSessionsInMemory).toBe(2);
   });
 
+  it('a sync whose list cannot be applied leaves an empty fed session that the next sync rebuilds', async () => {
+    // Injected fault (the one seam that makes applying a list throw): the real tokenizer, except
+    // that while `down` it throws on the texts marked "broken", as tiktoken does when it cannot load.
+    const real = createTokenCounter();
+    let down = false;
+    const counter: TokenCounter = {
+      encoding: real.encoding,
+      count: (t: string) => {
+        if (down && t.includes('broken')) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
+        return real.count(t);
+      },
+    };
+    const { connect } = await start(undefined, counter);
+    const agent = await connect();
+    const messages = list('broken', 2);
+    down = true;
+    const failed = await rpcError(agent.sync({ sessionId: 'x', messages }));
+    expect(failed.code).toBe(RpcErrorCode.UNAVAILABLE);
+    expect(failed.message).toMatch(/could not be applied.*EMFILE.*send it again/);
+    const s = await status(agent);
+    expect(s.rows.get('x')).toMatchObject({ fed: true, tokens: 0 });
+    down = false;
+    const again = await agent.sync({ sessionId: 'x', messages });
+    expect(again.rebuilt).toBe(true);
+    const ref = await (await connect()).sync({ sessionId: 'ref', messages });
+    expect(again.headroom.tokens).toBe(ref.headroom.tokens);
+    expect((await agent.sync({ sessionId: 'x', messages: [...messages, { role: 'assistant', content: 'done' }] })).rebuilt).toBe(false);
+  });
+
   it('releases a fed session whose client vanished once it had no sync for memory.releaseAfterMs, harvesting what it held first, and keeps one whose client is connected', async () => {
     const { clock, connect, state } = await start();
     const gone = await connect();
@@ -191,14 +234,7 @@ describe('sessions fed over the socket under the memory budget', () => {
     expect(s.load.fedSessionsInMemory).toBe(1);
     // Its agent's messages were the only copy: harvested at the release, all of them (the idle
     // harvest, half an hour on, would find an empty history).
-    const harvested = await until('the released session harvested', async () => {
-      const db = new Database(join(state, 'contextd.db'), { readonly: true, fileMustExist: true });
-      try {
-        return db.prepare(`SELECT message_count AS n FROM harvested_sessions WHERE session_id = 'gone'`).get() as { n: number } | undefined;
-      } finally {
-        db.close();
-      }
-    });
-    expect(harvested.n).toBe(list('gone', 2).length);
+    expect(await until('the released session harvested', async () => harvestedCount(state, 'gone'))).toBe(list('gone', 2).length);
+    expect(harvestedCount(state, 'stays')).toBeUndefined();
   });
 });
