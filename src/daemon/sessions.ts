@@ -1077,8 +1077,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     } else {
       if (f === undefined && s.file !== `socket:${sessionId}`) this.log.info({ sessionId, file: s.file }, 'session now fed over the socket; its transcript is no longer read into the model');
       const wasReleased = f !== undefined ? s.released : undefined;
-      // Released from memory as a tailed session: no rebuild from its transcript may replace what is fed now.
+      // Released from memory as a tailed session: no rebuild from its transcript may replace what is fed now
+      // (nor is a failure to apply its transcript's lines its failure any more).
       s.released = undefined;
+      s.failure = undefined;
       this.stopWaitingForSteps(s);
       s.replay.clear(); // its model is what the agent sends now: no step of the transcript's applies
       s.pending.length = 0;
