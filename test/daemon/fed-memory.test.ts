@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -216,6 +216,37 @@ describe('sessions fed over the socket under the memory budget', () => {
     const ref = await (await connect()).sync({ sessionId: 'ref', messages });
     expect(again.headroom.tokens).toBe(ref.headroom.tokens);
     expect((await agent.sync({ sessionId: 'x', messages: [...messages, { role: 'assistant', content: 'done' }] })).rebuilt).toBe(false);
+  });
+
+  it('a tailed session whose lines could not be applied, then fed over the socket, does not carry that failure', async () => {
+    // Injected fault as above: the tokenizer throws on the transcript's texts marked "tailed-new".
+    const real = createTokenCounter();
+    const counter: TokenCounter = {
+      encoding: real.encoding,
+      count: (t: string) => {
+        if (t.includes('tailed-new')) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
+        return real.count(t);
+      },
+    };
+    const { clock, connect, state } = await start(undefined, counter);
+    const file = join(state, '..', 'sessions', 't.jsonl');
+    const chat = (role: string, content: string): string => `${JSON.stringify({ role, content })}\n`;
+    writeFileSync(file, chat('user', 'read the parser logs and tell me what failed'));
+    const agent = await connect();
+    const id = await until('the transcript read', async () => [...(await status(agent)).rows.values()].find((r) => r.file === file)?.sessionId);
+    appendFileSync(file, chat('assistant', 'tailed-new: the parser failed on line 12'));
+    await until('its lines failed', async () => ((await status(agent)).rows.get(id)?.failure ? true : undefined));
+    // The agent now feeds the session over the socket, then goes; the session is released.
+    await agent.sync({ sessionId: id, messages: list('t', 1) });
+    await agent.close();
+    clock.t += RELEASE_AFTER_MS;
+    const other = await connect();
+    const row = await until('the fed session released', async () => {
+      const r = (await status(other)).rows.get(id);
+      return r?.inMemory === false ? r : undefined;
+    });
+    expect(row.fed).toBe(true);
+    expect(row.failure).toBeNull();
   });
 
   it('releases a fed session whose client vanished once it had no sync for memory.releaseAfterMs, harvesting what it held first, and keeps one whose client is connected', async () => {
