@@ -597,12 +597,7 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       s.pending.length = 0;
       this.queued.drop(s); // (lines the rebuild now reads: applied after it, they would be there twice)
     } else {
-      if (s.planTimer) clearTimeout(s.planTimer);
-      s.planTimer = undefined;
-      this.planQueue.delete(s);
-      this.deferredPlans.delete(s);
-      this.planWaiting.delete(s);
-      this.queued.drop(s);
+      this.dropScheduled(s);
       this.expire(s.sessionId, s.life.rebuilt(), 'transcript lines could not be applied: the session model is rebuilt');
       s.life.released(s.model.version, true);
       s.released = { offset: readTo, headroom: undefined, modelOffset: Math.min(appliedTo ?? 0, readTo) };
@@ -614,6 +609,16 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     this.wakeReaders(s);
     this.rebuildDue.add(s, 0);
     this.schedule(s);
+  }
+
+  /** Forget the plans `s` has scheduled or waiting for a slot, and the lines queued for it. */
+  private dropScheduled(s: LiveSession): void {
+    if (s.planTimer) clearTimeout(s.planTimer);
+    s.planTimer = undefined;
+    this.planQueue.delete(s);
+    this.deferredPlans.delete(s);
+    this.planWaiting.delete(s);
+    this.queued.drop(s);
   }
 
   private apply(s: LiveSession, events: readonly TranscriptEvent[], toOffset: number | undefined): void {
@@ -1254,13 +1259,8 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     if (!s) return;
     if (why === TRANSCRIPT_REMOVED) s.replay.clear();
     this.stopWaitingForSteps(s);
-    if (s.planTimer) clearTimeout(s.planTimer);
-    s.planTimer = undefined;
-    this.planQueue.delete(s);
+    this.dropScheduled(s);
     this.runQueue.delete(s);
-    this.deferredPlans.delete(s);
-    this.planWaiting.delete(s);
-    this.queued.drop(s);
     this.sessions.delete(sessionId);
     this.wakeReaders(s);
     this.byFile.delete(s.file);

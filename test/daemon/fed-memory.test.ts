@@ -9,8 +9,8 @@ import type { DaemonStatus } from '../../src/daemon/api.js';
 import { ContextdClient } from '../../src/ipc/client.js';
 import { RpcError, RpcErrorCode } from '../../src/ipc/errors.js';
 import Database from 'better-sqlite3';
-import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
-import { until } from './helpers.js';
+import { type TokenCounter } from '../../src/model/tokens.js';
+import { failingCounter, until } from './helpers.js';
 
 /**
  * Sessions fed over the socket (session.sync) under the memory budget: bounded in number
@@ -192,15 +192,8 @@ describe('sessions fed over the socket under the memory budget', () => {
   it('a sync whose list cannot be applied leaves an empty fed session that the next sync rebuilds', async () => {
     // Injected fault (the one seam that makes applying a list throw): the real tokenizer, except
     // that while `down` it throws on the texts marked "broken", as tiktoken does when it cannot load.
-    const real = createTokenCounter();
     let down = false;
-    const counter: TokenCounter = {
-      encoding: real.encoding,
-      count: (t: string) => {
-        if (down && t.includes('broken')) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
-        return real.count(t);
-      },
-    };
+    const counter = failingCounter(() => down, 'broken');
     const { connect } = await start(undefined, counter);
     const agent = await connect();
     const messages = list('broken', 2);
@@ -220,14 +213,7 @@ describe('sessions fed over the socket under the memory budget', () => {
 
   it('a tailed session whose lines could not be applied, then fed over the socket, does not carry that failure', async () => {
     // Injected fault as above: the tokenizer throws on the transcript's texts marked "tailed-new".
-    const real = createTokenCounter();
-    const counter: TokenCounter = {
-      encoding: real.encoding,
-      count: (t: string) => {
-        if (t.includes('tailed-new')) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
-        return real.count(t);
-      },
-    };
+    const counter = failingCounter(() => true, 'tailed-new');
     const { clock, connect, state } = await start(undefined, counter);
     const file = join(state, '..', 'sessions', 't.jsonl');
     const chat = (role: string, content: string): string => `${JSON.stringify({ role, content })}\n`;

@@ -7,6 +7,7 @@ import { resolveDaemonOptions } from '../../src/daemon/config.js';
 import { ContextdClient } from '../../src/ipc/client.js';
 import { openDb, type Db } from '../../src/store/index.js';
 import { stateDbPath } from '../../src/store/paths.js';
+import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
 
 /** Helpers of the daemon tests that drive a daemon through its socket. */
 
@@ -72,4 +73,20 @@ export function sessionsDir(prefix: string, transcripts: Readonly<Record<string,
   mkdirSync(join(dir, 'sessions'));
   for (const [name, text] of Object.entries(transcripts)) writeFileSync(join(dir, 'sessions', `${name}.jsonl`), text);
   return dir;
+}
+
+/**
+ * The real tokenizer, except that while `down()` it throws as tiktoken's load does when it cannot
+ * open its files (EMFILE): on texts holding `marker`, or on every text without one. The seam the
+ * daemon tests make applying lines throw at (an injected fault: no transcript line does).
+ */
+export function failingCounter(down: () => boolean, marker?: string): TokenCounter {
+  const real = createTokenCounter();
+  return {
+    encoding: real.encoding,
+    count: (text: string) => {
+      if (down() && (marker === undefined || text.includes(marker))) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
+      return real.count(text);
+    },
+  };
 }

@@ -19,10 +19,10 @@ import { basename, join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { Daemon } from '../../src/daemon/daemon.js';
 import { resolveDaemonOptions } from '../../src/daemon/config.js';
-import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
+import { type TokenCounter } from '../../src/model/tokens.js';
 import { ContextdClient } from '../../src/ipc/client.js';
 import { RpcError, RpcErrorCode } from '../../src/ipc/errors.js';
-import { until } from './helpers.js';
+import { failingCounter, until } from './helpers.js';
 
 const dirs: string[] = [];
 const running: { daemon: Daemon; c: ContextdClient }[] = [];
@@ -102,15 +102,8 @@ describe('transcript lines that could not be applied', () => {
     writeFileSync(b, lines('beta-start', 3));
     // Injected fault: the real tokenizer, except that while `down` it throws on the new lines of
     // session a (texts marked "alpha-new"), as tiktoken's load does under EMFILE.
-    const real = createTokenCounter();
     let down = false;
-    const counter: TokenCounter = {
-      encoding: real.encoding,
-      count: (t) => {
-        if (down && t.includes('alpha-new')) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
-        return real.count(t);
-      },
-    };
+    const counter = failingCounter(() => down, 'alpha-new');
     const { logger, logs } = recordingLogger();
     const { c } = await start(dir, 'state', { tokenCounter: counter, logger });
     const before = await rows(c);
@@ -172,15 +165,8 @@ describe('transcript lines that could not be applied', () => {
     const a = join(dir, 'sessions', 'a.jsonl');
     writeFileSync(a, lines('alpha-start', 3));
     // Injected fault as above: the tokenizer throws on the texts marked "alpha-new" while `down`.
-    const real = createTokenCounter();
     let down = false;
-    const counter: TokenCounter = {
-      encoding: real.encoding,
-      count: (t) => {
-        if (down && t.includes('alpha-new')) throw Object.assign(new Error("EMFILE: too many open files, open 'tiktoken_bg.wasm'"), { code: 'EMFILE' });
-        return real.count(t);
-      },
-    };
+    const counter = failingCounter(() => down, 'alpha-new');
     // The session is released by the idle release (its clock moved past memory.idleReleaseMs), so
     // the next lines wait for its rebuild and are applied by it, after the transcript's.
     const clock = { t: 1_000_000 };

@@ -17,6 +17,7 @@ import type { TranscriptEvent } from '../../src/model/messages.js';
 import type { ReadIdentity } from '../../src/ingest/index.js';
 import { redactMessages } from '../../src/harvest/index.js';
 import { countedSummarizer } from '../compact/helpers.js';
+import { failingCounter } from './helpers.js';
 import { zoneOf, type MemoryBudget } from '../../src/daemon/lifecycle.js';
 import { runtimeCollector } from '../../src/util/gc.js';
 
@@ -387,15 +388,8 @@ describe('SessionManager release of a session with lines just read', () => {
     dirs.push(dir);
     const a = halves(dir, 'a', 4);
     // Injected fault: the tokenizer throws once `down` (as tiktoken's load does under EMFILE).
-    const real = createTokenCounter();
     let down = false;
-    const tokenCounter: TokenCounter = {
-      encoding: real.encoding,
-      count: (text) => {
-        if (down) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
-        return real.count(text);
-      },
-    };
+    const tokenCounter = failingCounter(() => down);
     const { manager } = setup({ tokenCounter });
     manager.steadyState();
     const s = manager.ingest(a.file, 'a', 'openai-chat', a.first(), a.appliedBytes);
