@@ -64,15 +64,24 @@ async function tighten(model: SessionModel, share: number): Promise<Plan> {
 /** Outputs of the skill file in view. */
 const skillOutputs = (model: SessionModel): number => model.messages().filter((m) => m.role === 'tool' && m.text === SKILL).length;
 
+/**
+ * The session (`thirdRead`: with a third identical read) read up to its split, its first plan
+ * (a pointer summary) applied, then the rest read: the model and the applied summary's message id.
+ */
+async function withAppliedPointer(thirdRead: boolean): Promise<{ model: SessionModel; summaryId: string }> {
+  const { events, split } = session(thirdRead);
+  const model = new SessionModel({ sessionId: 'test-session', budgetTokens: 100_000 });
+  model.applyAll(events.slice(0, split));
+  const plan = await firstPlan(model);
+  applyPlan(model, plan);
+  const summaryId = `summary:${plan.edits[0]!.editId}`;
+  model.applyAll(events.slice(split));
+  return { model, summaryId };
+}
+
 describe('an applied pointer summary stays true under later plans', () => {
   it('keeps the output it points at in view', async () => {
-    const { events, split } = session(false);
-    const model = new SessionModel({ sessionId: 'test-session', budgetTokens: 100_000 });
-    model.applyAll(events.slice(0, split));
-    const plan = await firstPlan(model);
-    applyPlan(model, plan);
-    const summaryId = `summary:${plan.edits[0]!.editId}`;
-    model.applyAll(events.slice(split));
+    const { model, summaryId } = await withAppliedPointer(false);
     const next = await tighten(model, 0.5);
     expect(next.edits.length).toBeGreaterThan(0);
     // the pointer is still in view, and so is the output it points at
@@ -84,13 +93,7 @@ describe('an applied pointer summary stays true under later plans', () => {
   });
 
   it('lets a later pointer carry the claim on to a still later identical output', async () => {
-    const { events, split } = session(true);
-    const model = new SessionModel({ sessionId: 'test-session', budgetTokens: 100_000 });
-    model.applyAll(events.slice(0, split));
-    const plan = await firstPlan(model);
-    applyPlan(model, plan);
-    const summaryId = `summary:${plan.edits[0]!.editId}`;
-    model.applyAll(events.slice(split));
+    const { model, summaryId } = await withAppliedPointer(true);
     const next = await tighten(model, 0.6);
     // the second read became a pointer too, carrying the first one's claim on to the third
     expect(next.edits.filter((e) => e.reason === 'redundant-tool-output')).toHaveLength(1);

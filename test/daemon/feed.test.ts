@@ -9,7 +9,7 @@ import { createTokenCounter } from '../../src/model/tokens.js';
 import { createSummarizer } from '../../src/compact/index.js';
 import { normalizeOpenAIMessages } from '../../src/ingest/index.js';
 import type { MemoryBudget } from '../../src/daemon/lifecycle.js';
-import { runtimeCollector } from '../../src/util/gc.js';
+import { expectCollected } from './helpers.js';
 
 const dirs: string[] = [];
 const dbs: Db[] = [];
@@ -128,11 +128,7 @@ describe('session.sync: a session fed with the list the agent sends', () => {
     m.feed('b', normalizeOpenAIMessages([{ role: 'user', content: 'another agent' }]), 200_000);
     expect(a.released).toBeDefined();
     expect(a.history.snapshot('a').messages).toHaveLength(0);
-    const collect = runtimeCollector();
-    expect(collect).toBeDefined();
-    await new Promise((r) => setImmediate(r));
-    collect?.();
-    expect(released.deref()).toBeUndefined();
+    await expectCollected(released);
 
     // a's agent sends its list again, one message longer: rebuilt, the declined edits still held.
     const again = m.feed('a', normalizeOpenAIMessages([...list, { role: 'assistant', content: 'log 3 failed' }]), 200_000);

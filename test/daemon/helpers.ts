@@ -8,6 +8,8 @@ import { ContextdClient } from '../../src/ipc/client.js';
 import { openDb, type Db } from '../../src/store/index.js';
 import { stateDbPath } from '../../src/store/paths.js';
 import { createTokenCounter, type TokenCounter } from '../../src/model/tokens.js';
+import { runtimeCollector } from '../../src/util/gc.js';
+import { expect } from 'vitest';
 
 /** Helpers of the daemon tests that drive a daemon through its socket. */
 
@@ -89,4 +91,16 @@ export function failingCounter(down: () => boolean, marker?: string): TokenCount
       return real.count(text);
     },
   };
+}
+
+/**
+ * Asserts that what `ref` points at is garbage: after a turn of the event loop (callbacks of the
+ * release run), a full collection leaves it collected. Fails where the runtime has no collection.
+ */
+export async function expectCollected(ref: WeakRef<object>): Promise<void> {
+  const collect = runtimeCollector();
+  expect(collect).toBeDefined();
+  await new Promise((r) => setImmediate(r));
+  collect?.();
+  expect(ref.deref()).toBeUndefined();
 }

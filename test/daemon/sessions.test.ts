@@ -17,9 +17,8 @@ import type { TranscriptEvent } from '../../src/model/messages.js';
 import type { ReadIdentity } from '../../src/ingest/index.js';
 import { redactMessages } from '../../src/harvest/index.js';
 import { countedSummarizer } from '../compact/helpers.js';
-import { failingCounter } from './helpers.js';
+import { expectCollected, failingCounter } from './helpers.js';
 import { zoneOf, type MemoryBudget } from '../../src/daemon/lifecycle.js';
-import { runtimeCollector } from '../../src/util/gc.js';
 
 const dirs: string[] = [];
 const dbs: Db[] = [];
@@ -375,11 +374,7 @@ describe('SessionManager release of a session with lines just read', () => {
     const model = new WeakRef(s.model);
     t += 61_000;
     expect(manager.releaseIdle()).toBe(1);
-    const collect = runtimeCollector();
-    expect(collect).toBeDefined();
-    await new Promise((r) => setImmediate(r));
-    collect?.();
-    expect(model.deref()).toBeUndefined();
+    await expectCollected(model);
     await manager.drain();
   });
 
@@ -400,11 +395,7 @@ describe('SessionManager release of a session with lines just read', () => {
     for (let i = 0; i < 50 && s.failure === undefined; i++) await new Promise((r) => setImmediate(r));
     expect(s.failure?.code).toBe('INGEST_FAILED');
     expect(s.released).toBeDefined();
-    const collect = runtimeCollector();
-    expect(collect).toBeDefined();
-    await new Promise((r) => setImmediate(r));
-    collect?.();
-    expect(model.deref()).toBeUndefined();
+    await expectCollected(model);
     await manager.drain();
   });
 
