@@ -410,7 +410,7 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   let ratio = compactable > need ? Math.min(0.2 + 0.15 * chat, Math.max(0.03, ((compactable - need) / compactable) * (0.5 + 0.4 * chat))) : 0.03;
   let extra = 0;
   let records: EditRecord[] = [];
-  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, abort: st.abort, idPrefix: options.idPrefix ?? 'e_', pause: options.pause, messageIds: st.messageIds };
+  const b: BuildContext = { sessionId, summarizer, counter, refs, goal: st.goal, cache: options.cache, signal: options.signal, abort: st.abort, idPrefix: options.idPrefix ?? 'e_', pause: options.pause, messageIds: st.messageIds, applied: st.applied };
   // Each round selects more (or merges harder, last) when the summaries overshot; the round
   // that meets the target — else the one saving most — wins.
   for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -418,7 +418,7 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
     // The first round keeps what summaries point at in view, whatever its estimate says; soft
     // mode always does (a pointer made to stand alone would be a low-score edit).
     const runs = selectRuns(units, { needTokens: need + extra, ratio, mergeAll: options.mode !== 'soft' && round === MAX_ROUNDS - 1, keepPointedAt: round === 0 || options.mode === 'soft', applied: st.applied });
-    const built = await buildEdits(model, runs, b);
+    const built = keepAppliedTrue(await buildEdits(model, runs, b), st.applied);
     if (round === 0 || savedBy(built) > savedBy(records)) records = built;
     const after = tokensBefore - savedBy(built);
     const covered = runs.reduce((n, r) => n + r.sections.length, 0);
@@ -433,7 +433,7 @@ async function planUnits(model: CompactableModel, options: PlanOptions, st: Plan
   // Slack goes to longer summaries first (facts kept across the whole span), then whatever
   // is still over-saved gives back whole edits.
   records = await spendSlack(model, records, tokensBefore - target, b);
-  records = giveBack(records, tokensBefore - target, units);
+  records = giveBack(records, tokensBefore - target, units, st.applied);
   // only the plan's own edits name their originals (not those of rounds given up)
   for (const r of records) summarizedOriginals.set(r.edit, r.originals);
   const edits = records.map((r) => r.edit);
@@ -518,6 +518,22 @@ export function summaryKey(summarizer: string, run: SelectedRun, goal: string, h
   return `${summarizer}|${run.reason}|${fnv1a64(goal)}|${handle}|${run.summaryTokens}|${keyTerms.join(',')}|${messages.map((m) => `${m.id}:${m.text.length}`).join(',')}|${detailKey(run.detail)}`;
 }
 
+/**
+ * `records` without those that would leave a claim of an applied pointer summary pointing at
+ * nothing (`breaksApplied`): a section it rests on replaced while the summary is not. Selection
+ * takes the two together, but the summary's edit may have been built to save nothing (dropped
+ * by `buildEdits` when no other edit needs it).
+ */
+function keepAppliedTrue(records: EditRecord[], applied: readonly AppliedPointer[]): EditRecord[] {
+  if (applied.length === 0) return records;
+  let out = records;
+  for (let lost = breaksApplied(applied, out.map((r) => r.edit)); lost !== undefined; lost = breaksApplied(applied, out.map((r) => r.edit))) {
+    const gone = lost;
+    out = out.filter((r) => !r.edit.replaces.includes(gone));
+  }
+  return out;
+}
+
 /** An edit with what built it and what its survival check found. */
 interface EditRecord {
   readonly edit: Edit;
@@ -534,9 +550,10 @@ function savedBy(records: readonly EditRecord[]): number {
 
 /**
  * Summaries usually come in under their estimate, so the selection overshoots. Give back the
- * most valuable edits (highest value lost per token saved) while the target still holds.
+ * most valuable edits (highest value lost per token saved) while the target still holds — never
+ * one whose return would leave an applied summary's claim pointing at nothing.
  */
-function giveBack(records: EditRecord[], need: number, units: readonly Unit[]): EditRecord[] {
+function giveBack(records: EditRecord[], need: number, units: readonly Unit[], applied: readonly AppliedPointer[]): EditRecord[] {
   let saved = savedBy(records);
   if (saved <= need) return records;
   const costOf = new Map<string, number>();
@@ -547,10 +564,12 @@ function giveBack(records: EditRecord[], need: number, units: readonly Unit[]): 
   const dropped = new Set<EditRecord>();
   for (const { r } of ranked) {
     const s = r.edit.tokensBefore - r.edit.tokensAfter;
-    if (saved - s >= need) {
-      dropped.add(r);
-      saved -= s;
-    }
+    // (an edit saving nothing is there to take an applied summary's claim away with what it rests on)
+    if (s <= 0 || saved - s < need) continue;
+    // nor is an applied summary's edit given back while what its claim rests on goes
+    if (applied.length > 0 && breaksApplied(applied, records.filter((x) => x !== r && !dropped.has(x)).map((x) => x.edit)) !== undefined) continue;
+    dropped.add(r);
+    saved -= s;
   }
   return records.filter((r) => !dropped.has(r));
 }
@@ -597,6 +616,8 @@ interface BuildContext {
   readonly pause: (() => Promise<void> | undefined) | undefined;
   /** Message ids of the plan's sections, by section id (how an edit's `pointer` names them). */
   readonly messageIds: ReadonlyMap<string, readonly string[]>;
+  /** Pointer summaries applied before (`appliedPointers`). */
+  readonly applied: readonly AppliedPointer[];
 }
 
 async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[], b: BuildContext): Promise<EditRecord[]> {
@@ -626,7 +647,15 @@ async function buildEdits(model: CompactableModel, runs: readonly SelectedRun[],
   await Promise.allSettled(Array.from({ length: Math.min(SUMMARIZE_CONCURRENCY, runs.length) }, () => worker()));
   if (failure) throw failure.err;
   // an edit that saves nothing leaves its originals in place
-  return results.filter((r) => r !== undefined && r.edit.tokensAfter < r.edit.tokensBefore);
+  const built = results.filter((r) => r !== undefined);
+  const saving = built.filter((r) => r.edit.tokensAfter < r.edit.tokensBefore);
+  if (b.applied.length === 0 || saving.length === built.length) return saving;
+  // A pointer summary applied earlier whose claim rests on a section another edit replaces is
+  // rewritten whatever that saves (next to nothing: it is short): its claim leaves with what it
+  // points at. Left as it is, the other edit could not be made (`keepAppliedTrue`).
+  const replaced = new Set(saving.flatMap((r) => r.edit.replaces));
+  const needed = new Set(b.applied.filter((p) => p.ends.some((id) => replaced.has(id)) || p.through.some((id) => replaced.has(id))).map((p) => p.id));
+  return built.filter((r) => r.edit.tokensAfter < r.edit.tokensBefore || r.edit.replaces.some((id) => needed.has(id)));
 }
 
 async function buildEdit(model: CompactableModel, run: SelectedRun, b: BuildContext): Promise<EditRecord> {

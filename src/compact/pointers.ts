@@ -84,6 +84,8 @@ export class PointerGuard {
   private readonly applied = new Map<string, AppliedPointer[]>();
   /** Summaries applied pointers' claims pass through: never taken. */
   private readonly held = new Set<string>();
+  /** The applied pointer summaries (their section ids) whose claims rest on, or pass through, each section id. */
+  private readonly holders = new Map<string, string[]>();
 
   constructor(units: readonly Unit[], applied: readonly AppliedPointer[] = []) {
     for (const u of units) {
@@ -100,7 +102,41 @@ export class PointerGuard {
         if (list) list.push(p);
         else this.applied.set(id, [p]);
       }
+      for (const id of [...p.ends, ...p.through]) {
+        const list = this.holders.get(id);
+        if (list) list.push(p.id);
+        else this.holders.set(id, [p.id]);
+      }
     }
+  }
+
+  /**
+   * Whether every applied summary whose claim rests on `u`'s section is taken too (in `chosen`):
+   * the claims then leave the context with their summaries, and `u` may go like any section.
+   */
+  freed(u: Unit, chosen: { has(id: string): boolean }): boolean {
+    const by = this.holders.get(u.section.id);
+    return by !== undefined && by.every((id) => chosen.has(id));
+  }
+
+  /**
+   * `u` with the applied summaries whose claims rest on its section, and theirs in turn (a
+   * summary a claim passes through is itself held): what must be taken together for `u` to go.
+   * Undefined when one of them is not among `units` (an anchor, a section left out): `u` stays.
+   */
+  bundleOf(u: Unit, units: ReadonlyMap<string, Unit>): Unit[] | undefined {
+    const out = new Map<string, Unit>([[u.section.id, u]]);
+    const todo = [u.section.id];
+    for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
+      for (const holder of this.holders.get(id) ?? []) {
+        if (out.has(holder)) continue;
+        const h = units.get(holder);
+        if (!h) return undefined;
+        out.set(holder, h);
+        todo.push(holder);
+      }
+    }
+    return [...out.values()];
   }
 
   /** Whether an applied pointer summary rests on `u`'s section: it is taken only as a pointer that carries the claim on. */
@@ -116,7 +152,7 @@ export class PointerGuard {
 
   /** Whether some chosen pointer, or an applied one, relies on `u`'s section staying in view. */
   pinned(u: Unit, chosen: ReadonlyMap<string, Unit>): boolean {
-    if (this.heldByApplied(u) && !this.carriesApplied(u)) return true;
+    if (this.heldByApplied(u) && !this.carriesApplied(u) && !this.freed(u, chosen)) return true;
     return (this.pointers.get(u.section.id) ?? []).some((p) => chosen.get(p.section.id) === p && !passesThrough(p, u));
   }
 

@@ -142,9 +142,16 @@ export function selectRuns(units: readonly Unit[], opts: SelectOptions): Selecte
   rideAlong(units, chosen, opts, guard);
   const { units: kept, reliesOn } = keepPointersTrue([...chosen.values()].sort((a, b) => a.index - b.index));
   // A pointer carrying an applied summary's claim on stays one (its basis names what the claim
-  // rests on now): never merged into a span summary, nor taken when it cannot stay one.
-  const carried = kept.filter((u) => !guard.heldByApplied(u) || reliesOn.has(u.section.id));
-  return mergeRuns(carried, opts, (u) => guard.heldByApplied(u)).map((run) => toRun(run, opts, reliesOn));
+  // rests on now): never merged into a span summary, nor taken when it cannot stay one — unless
+  // the applied summaries resting on it are taken too (their claims leave with them).
+  let carried = kept;
+  for (let n = -1; n !== carried.length; ) {
+    n = carried.length;
+    const ids = new Set(carried.map((u) => u.section.id));
+    carried = carried.filter((u) => !guard.heldByApplied(u) || reliesOn.has(u.section.id) || guard.freed(u, ids));
+  }
+  const ids = new Set(carried.map((u) => u.section.id));
+  return mergeRuns(carried, opts, (u) => guard.heldByApplied(u) && !guard.freed(u, ids)).map((run) => toRun(run, opts, reliesOn));
 }
 
 /**
@@ -162,7 +169,29 @@ function pickUnits(units: readonly Unit[], opts: SelectOptions, guard: PointerGu
     .map((x) => x.u);
   const guarded = cheapestFirst(ranked, opts, guard);
   if (guarded.saved >= opts.needTokens || opts.keepPointedAt === true) return guarded.chosen;
-  return cheapestFirst(ranked.filter((u) => !guard.heldByApplied(u)), opts).chosen;
+  return cheapestWithHolders(ranked, new Map(units.map((u) => [u.section.id, u] as const)), opts, guard);
+}
+
+/**
+ * The plain cheapest-first pick (pointers that would lie stand alone afterwards), except that a
+ * section an applied summary rests on is taken only together with that summary (and those its
+ * claim passes through: `bundleOf`, among all `units`: a pointer summary saves next to nothing
+ * and is never ranked on its own), so no applied claim is left pointing at nothing.
+ */
+function cheapestWithHolders(ranked: readonly Unit[], units: ReadonlyMap<string, Unit>, opts: SelectOptions, guard: PointerGuard): Map<string, Unit> {
+  const chosen = new Map<string, Unit>();
+  let saved = 0;
+  for (const u of ranked) {
+    if (saved >= opts.needTokens) break;
+    if (chosen.has(u.section.id)) continue;
+    const bundle = guard.heldByApplied(u) ? guard.bundleOf(u, units) : [u];
+    for (const b of bundle ?? []) {
+      if (chosen.has(b.section.id)) continue;
+      chosen.set(b.section.id, b);
+      saved += unitSaving(b, opts.ratio);
+    }
+  }
+  return chosen;
 }
 
 /** Ranked units taken in order until `needTokens` are saved; with a guard, those that would make a chosen summary lie are skipped. */

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { applyPlan, planCompaction } from '../../src/compact/planner.js';
+import { appliedPointers } from '../../src/compact/pointers.js';
 import type { Plan } from '../../src/compact/types.js';
 import { rebaseModel, replayModel } from '../../src/daemon/replay-log.js';
 import type { TranscriptEvent } from '../../src/model/messages.js';
@@ -121,6 +122,35 @@ describe('an applied pointer summary stays true under later plans', () => {
       expect(skillOutputs(model)).toBe(1);
       await tighten(model, 0.3);
       await tighten(model, 0.15);
+    }
+  });
+
+  it('still reaches a tight target when applied pointers rest on most of the context: an output goes with the summaries pointing at it', async () => {
+    // 30 files each read twice, the first reads applied as pointers at the second: the second
+    // reads are most of what is left, and an applied summary rests on each. (Before, the plan to
+    // 60% ended at 94% of the size: no second read could go while its pointer stayed.)
+    const s = new Script().system('You are a coding agent.').user('Review every module of the package and list what each exports.');
+    const files = Array.from({ length: 30 }, (_, i) => ({ path: `src/mod${i}.ts`, body: fileBody(`mod${i}x`, 30) }));
+    for (const f of files) s.assistant(`Reading ${f.path}.`).tool('read_file', { path: f.path }, f.body);
+    s.user('Never change a public export; check each module once more before the summary.');
+    for (const f of files) s.assistant(`Checking ${f.path} again.`).tool('read_file', { path: f.path }, f.body);
+    s.user('Now write the summary.');
+    const model = new SessionModel({ sessionId: 'test-session', budgetTokens: 200_000 });
+    model.applyAll(s.events);
+    const firstReads = model.sections().filter((x) => files.some((f) => model.messagesOf(x.id).some((m) => m.role === 'tool' && m.text === f.body))).slice(0, files.length);
+    const pointers = await planCompaction(model, { mode: 'manual', targetTokens: model.tokens() - Math.floor(firstReads.reduce((n, x) => n + x.tokens, 0) * 0.9), now: fixedNow });
+    applyPlan(model, pointers);
+    expect(appliedPointers(model.sections(), (id) => model.messagesOf(id)).length).toBeGreaterThanOrEqual(25);
+
+    for (const share of [0.6, 0.4]) {
+      const target = Math.floor(model.tokens() * share);
+      const tight = await planCompaction(model, { mode: 'manual', targetTokens: target, now: fixedNow, idPrefix: `t${share}_` });
+      expect(tight.tokensAfter, `the plan to ${share}`).toBeLessThanOrEqual(target);
+      applyPlan(model, tight);
+      // every pointer summary still in view has what it rests on in view
+      const inView = model.sections().filter((x) => x.compacted === true && model.messagesOf(x.id)[0]?.pointer !== undefined);
+      expect(appliedPointers(model.sections(), (id) => model.messagesOf(id))).toHaveLength(inView.length);
+      expect(model.messages().filter((m) => m.isSummary && SAME.test(m.text)).length).toBe(inView.length);
     }
   });
 
