@@ -237,18 +237,29 @@ function sectionKey(messageIds: readonly string[]): string {
 }
 
 /**
- * Section ids by `sectionKey`, per section list: built once per scoring of the model (its
- * `sections()` list is the same array until it changes), not on every check of every plan —
- * a plan is checked several times on its way to the agent (`planStanding`).
+ * The section holding each message id, per section list: built once per scoring of the model
+ * (its `sections()` list is the same array until it changes), not on every check of every plan
+ * — a plan is checked several times on its way to the agent (`planStanding`).
  */
-const keyIndexes = new WeakMap<readonly Section[], ReadonlyMap<string, string>>();
-function keyIndex(sections: readonly Section[]): ReadonlyMap<string, string> {
-  let index = keyIndexes.get(sections);
+const sectionOfMessage = new WeakMap<readonly Section[], ReadonlyMap<string, string>>();
+function messageIndex(sections: readonly Section[]): ReadonlyMap<string, string> {
+  let index = sectionOfMessage.get(sections);
   if (!index) {
-    index = new Map(sections.map((s) => [sectionKey(s.messageIds), s.id] as const));
-    keyIndexes.set(sections, index);
+    const out = new Map<string, string>();
+    for (const s of sections) for (const id of s.messageIds) out.set(id, s.id);
+    sectionOfMessage.set(sections, index = out);
   }
   return index;
+}
+
+/**
+ * The section in view that holds every message of `key` (a section as a basis names it), or
+ * undefined. Not only one of exactly those messages: a section grows while it is pending (a
+ * tool call whose result comes later), and a basis may name it as it was then.
+ */
+function liveSection(index: ReadonlyMap<string, string>, key: readonly string[]): string | undefined {
+  const id = key[0] === undefined ? undefined : index.get(key[0]);
+  return id !== undefined && key.every((m) => index.get(m) === id) ? id : undefined;
 }
 
 /** The basis a summary message carries, when it is well formed (it comes back from the plan log). */
@@ -277,14 +288,14 @@ export function appliedPointers(sections: readonly Section[], messagesOf: (id: s
   }
   const out: AppliedPointer[] = [];
   if (bases.size === 0) return out;
-  const byKey = keyIndex(sections);
+  const inView = messageIndex(sections);
   for (const [id, basis] of bases) {
     if (basis.reliesOn.length === 0) continue;
     const ends = new Set<string>();
     const through = new Set<string>();
     const open = new Set<string>([id]);
     const holds = (key: readonly string[]): boolean => {
-      const live = byKey.get(sectionKey(key));
+      const live = liveSection(inView, key);
       if (live !== undefined) {
         ends.add(live);
         return true;
@@ -329,10 +340,10 @@ export function breaksApplied(applied: readonly AppliedPointer[], edits: readonl
  * not in view (`sections` is the model's).
  */
 export function sectionsByKey(sections: readonly Section[], keys: readonly (readonly string[])[]): string[] | undefined {
-  const byKey = keyIndex(sections);
+  const inView = messageIndex(sections);
   const out: string[] = [];
   for (const k of keys) {
-    const id = byKey.get(sectionKey(k));
+    const id = liveSection(inView, k);
     if (id === undefined) return undefined;
     out.push(id);
   }

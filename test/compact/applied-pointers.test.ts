@@ -154,6 +154,29 @@ describe('an applied pointer summary stays true under later plans', () => {
     }
   });
 
+  it('follows a section it rests on that grew: a call still waiting for its result when the summary was made', async () => {
+    const s = new Script().system('You are a coding agent.').user('Fix the parser bug in src/parse.ts.');
+    s.assistant('Reading the parser.').tool('read_file', { path: 'src/parse.ts' }, fileBody('parse', 60));
+    s.assistant('Reading the lexer.').tool('read_file', { path: 'src/lex.ts' }, fileBody('lex', 60));
+    s.assistant('Reading the parser again after the change.').pendingCall('read_file', { path: 'src/parse.ts' });
+    const model = s.model({ budgetTokens: 100_000 });
+    const plan = await planCompaction(model, { mode: 'manual', targetTokens: model.tokens() - 600, now: fixedNow });
+    const stale = plan.edits.find((e) => e.reason === 'stale-read');
+    // the later read, pending then, is the one message its basis names
+    expect(stale?.pointer?.reliesOn).toEqual([['m9']]);
+    applyPlan(model, plan);
+    // its result comes: the section holding the later read is now the call and its result
+    model.applyAll([{ type: 'message', message: { id: 'm10', role: 'tool', text: fileBody('parse2', 60), toolCallId: 'c2', toolName: 'read_file' } }]);
+    const later = model.sections().find((x) => x.messageIds.includes('m9'));
+    expect(later?.messageIds).toEqual(['m9', 'm10']);
+    expect(appliedPointers(model.sections(), (id) => model.messagesOf(id))).toEqual([expect.objectContaining({ ends: [later?.id] })]);
+    // and a tight plan keeps it in view, or takes the summary resting on it along
+    const tight = await planCompaction(model, { mode: 'manual', targetTokens: Math.floor(model.tokens() * 0.3), now: fixedNow, idPrefix: 't_' });
+    applyPlan(model, tight);
+    const summaryInView = model.messages().some((m) => m.id === `summary:${stale?.editId}`);
+    expect(!summaryInView || model.messages().some((m) => m.id === 'm10'), 'the stale-read summary is in view without the later read').toBe(true);
+  });
+
   it('refuses a plan made before the pointer was applied that would take its output', async () => {
     const { events } = session(false);
     const model = new SessionModel({ sessionId: 'test-session', budgetTokens: 100_000 });
