@@ -73,9 +73,14 @@ interface Route {
   readonly format: ProviderFormat | undefined;
 }
 
+/** A request target without its query: what the proxy routes by and logs (a query may carry a key). */
+function pathOf(target: string): string {
+  return target.split('?')[0] ?? '';
+}
+
 /** Which provider and format a path speaks. */
 export function routeOf(path: string, headers: IncomingMessage['headers']): Route {
-  const p = (path.split('?')[0] ?? '').replace(/\/+$/, '');
+  const p = pathOf(path).replace(/\/+$/, '');
   if (p.endsWith('/messages/count_tokens')) return { provider: 'anthropic', format: undefined };
   if (p.endsWith('/messages')) return { provider: 'anthropic', format: anthropicFormat };
   if (p.endsWith('/chat/completions')) return { provider: 'openai', format: openaiChatFormat };
@@ -385,11 +390,11 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
       const refusal = this.refusalOf(err);
       if (refusal) {
         // the path without its query (which may carry a key); never a header
-        this.refusals.warn(refusal.log, { path: path.split('?')[0], ...refusal.fields }, refusal.log);
+        this.refusals.warn(refusal.log, { path: pathOf(path), ...refusal.fields }, refusal.log);
         refuseRequest(req, res, route.provider, refusal.kind, refusal.message, refusal.lingerMs);
         return;
       }
-      this.log.info({ path: path.split('?')[0], err: describeError(err) }, 'agent connection failed while sending its request');
+      this.log.info({ path: pathOf(path), err: describeError(err) }, 'agent connection failed while sending its request');
       res.destroy();
       return;
     }
@@ -557,7 +562,7 @@ export class ProxyServer extends EventEmitter<ProxyEvents> {
     if (r.outcome !== 'ok' && r.outcome !== 'client-gone') this.totals.upstreamErrors++;
     const fields = {
       method,
-      path: path.split('?')[0],
+      path: pathOf(path),
       status: r.status ?? null,
       outcome: r.outcome,
       bytes: r.bytes,
