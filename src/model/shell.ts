@@ -40,6 +40,17 @@ export function shellCommands(script: string): ShellCommand[] {
   return commands;
 }
 
+/**
+ * Where a simple command's name is among its words: past the reserved words that may stand
+ * before a command (`if`, `then`, `!`, …: `BEFORE_COMMAND`) and `NAME=value` assignments.
+ * `words.length` when there is none.
+ */
+export function commandNameAt(words: readonly string[]): number {
+  let i = 0;
+  while (i < words.length && (BEFORE_COMMAND.has(words[i] as string) || ASSIGNMENT.test(words[i] as string))) i++;
+  return i;
+}
+
 /** A word as the shell would read it back: as is when it is plain, else single-quoted. */
 export function shellQuote(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
@@ -58,6 +69,8 @@ const METACHARS = new Set([' ', '\t', '\n', ';', '&', '|', '<', '>', '(', ')']);
  * (`if [[ $a > $b ]]`, `! [[ … ]]`, `time [[ … ]]`).
  */
 const BEFORE_COMMAND = new Set(['!', '{', 'if', 'then', 'elif', 'else', 'while', 'until', 'do', 'time']);
+/** A variable assignment before a command's name: `LANG=C sort`. */
+const ASSIGNMENT = /^[A-Za-z_]\w*=/;
 /** An unquoted descriptor before a redirection operator: `2>`, `{fd}>`. */
 const FD_PREFIX = /^(?:\d+|\{\w+\})$/;
 

@@ -6,7 +6,7 @@
  */
 import { fnv1a64 } from '../text/index.js';
 import type { ToolCall } from './messages.js';
-import { shellCommands, shellQuote } from './shell.js';
+import { commandNameAt, shellCommands, shellQuote } from './shell.js';
 
 export interface ToolAction {
   /** The shell command, when the call ran one. */
@@ -124,8 +124,6 @@ function computeToolAction(call: ToolCall): ToolAction {
 }
 
 const SHELL_READ = /^(cat|head|tail|less|more|nl|bat|batcat|view|open)$/;
-/** Words that may stand before a command's name: reserved words and `NAME=value` assignments. */
-const COMMAND_PREFIX = /^(?:!|\{|then|do|else|elif|if|while|until|time|[A-Za-z_]\w*=.*)$/s;
 
 /**
  * Paths read/written by a shell command line (best effort, per simple command), read with the
@@ -134,8 +132,7 @@ const COMMAND_PREFIX = /^(?:!|\{|then|do|else|elif|if|while|until|time|[A-Za-z_]
  */
 function shellPaths(command: string, reads: string[], writes: string[]): void {
   for (const c of shellCommands(command)) {
-    let start = 0;
-    while (start < c.words.length && COMMAND_PREFIX.test(c.words[start] ?? '')) start++;
+    const start = commandNameAt(c.words);
     const cmd = c.words[start] ?? '';
     const args = c.words.slice(start + 1);
     for (const r of c.redirects) {
