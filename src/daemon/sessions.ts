@@ -601,14 +601,22 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
       this.expire(s.sessionId, s.life.rebuilt(), 'transcript lines could not be applied: the session model is rebuilt');
       s.life.released(s.model.version, true);
       s.released = { offset: readTo, headroom: undefined, modelOffset: Math.min(appliedTo ?? 0, readTo) };
-      s.model = this.newModel(s.sessionId);
-      s.summaryCache = new SummaryCache();
-      s.declined.detach(); // (else the record holds the dropped model until the next plan)
-      this.deps.memoryFreed?.();
+      this.dropModel(s);
     }
     this.wakeReaders(s);
     this.rebuildDue.add(s, 0);
     this.schedule(s);
+  }
+
+  /**
+   * Drop `s`'s model and what holds on to it (its summary cache; the declined-edits record, bound
+   * to the model it was last asked about): an empty model stands in until a rebuild.
+   */
+  private dropModel(s: LiveSession, budgetTokens?: number): void {
+    s.model = this.newModel(s.sessionId, budgetTokens);
+    s.summaryCache = new SummaryCache();
+    s.declined.detach();
+    this.deps.memoryFreed?.();
   }
 
   /** Forget the plans `s` has scheduled or waiting for a slot, and the lines queued for it. */
@@ -754,12 +762,9 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const dropped = this.queued.drop(s);
     s.life.released(s.model.version, dropped > 0);
     s.released = { offset: s.queuedOffset ?? s.tailOffset ?? 0, headroom, modelOffset: s.tailOffset ?? 0 };
-    s.model = this.newModel(s.sessionId);
-    s.summaryCache = new SummaryCache();
-    s.declined.detach();
+    this.dropModel(s);
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, offset: s.released.offset, droppedBatches: dropped, why }, `session released from memory (${why}); rebuilt from its transcript when needed`);
     this.wakeReaders(s);
-    this.deps.memoryFreed?.();
     // Memory was freed: sessions waiting to be rebuilt may fit now (this one too, when released idle).
     if (dropped > 0) this.rebuildDue.add(s, headroom.tokens + droppedTokens);
     for (const d of this.rebuildDue.keys()) this.schedule(d);
@@ -1175,13 +1180,10 @@ export class SessionManager extends EventEmitter<SessionManagerEvents> {
     const sent = f.ids.length > 0 ? s.history.snapshot(s.sessionId) : undefined;
     s.fed = { ids: [], version: -1, budgetTokens: f.budgetTokens, ...(faithful ? { releasedList: { count: f.ids.length, digest: listDigest(f.ids) } } : {}) };
     s.released = { offset: 0, headroom, modelOffset: 0 };
-    s.model = this.newModel(s.sessionId, f.budgetTokens);
-    s.summaryCache = new SummaryCache();
     s.history.clear();
-    s.declined.detach();
+    this.dropModel(s, f.budgetTokens);
     this.log.info({ sessionId: s.sessionId, tokens: headroom.tokens, messages: f.ids.length, why }, `session fed over the socket released from memory (${why}); rebuilt by its next session.sync`);
     this.wakeReaders(s);
-    this.deps.memoryFreed?.();
     // Memory was freed: sessions waiting to be rebuilt may fit now.
     for (const d of this.rebuildDue.keys()) this.schedule(d);
     if (sent) this.emit('fedReleased', s, sent);
